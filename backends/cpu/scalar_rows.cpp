@@ -1,0 +1,57 @@
+#include "scalar_rows.hpp"
+
+namespace onorm {
+namespace cpu {
+namespace {
+
+template <typename In, typename Out>
+void run_typed(const onorm_request& q, int64_t r0, int64_t r1) {
+  using Acc = typename std::conditional<std::is_same<In, double>::value, double, float>::type;
+  const In* x = static_cast<const In*>(q.x.data);
+  Out* y = static_cast<Out*>(q.y.data);
+  const In* gamma = static_cast<const In*>(q.gamma);
+  const In* beta = static_cast<const In*>(q.beta);
+  const int64_t cols = q.x.cols;
+  for (int64_t r = r0; r < r1; ++r) {
+    const In* xr = x + r * q.x.row_stride;
+    Out* yr = y + r * q.y.row_stride;
+    switch (q.op) {
+      case ONORM_OP_SOFTMAX: scalar_softmax_row<In, Out, Acc>(xr, yr, cols, false); break;
+      case ONORM_OP_LOG_SOFTMAX: scalar_softmax_row<In, Out, Acc>(xr, yr, cols, true); break;
+      case ONORM_OP_LAYER_NORM:
+        scalar_layer_norm_row<In, Out, Acc>(xr, yr, cols, gamma, beta, static_cast<Acc>(q.eps),
+                                            q.mean ? q.mean + r : nullptr, q.rstd ? q.rstd + r : nullptr);
+        break;
+      case ONORM_OP_RMS_NORM:
+        scalar_rms_norm_row<In, Out, Acc>(xr, yr, cols, gamma, static_cast<Acc>(q.eps),
+                                          q.rstd ? q.rstd + r : nullptr);
+        break;
+    }
+  }
+}
+
+template <typename In>
+void run_out(const onorm_request& q, int64_t r0, int64_t r1) {
+  switch (q.y.dtype) {
+    case ONORM_F32: return run_typed<In, float>(q, r0, r1);
+    case ONORM_F16: return run_typed<In, core::f16_bits>(q, r0, r1);
+    case ONORM_BF16: return run_typed<In, core::bf16_bits>(q, r0, r1);
+    case ONORM_F64: return run_typed<In, double>(q, r0, r1);
+    default: return;  // validated before
+  }
+}
+
+}  // namespace
+
+void scalar_run_rows(const onorm_request& q, int64_t r0, int64_t r1) {
+  switch (q.x.dtype) {
+    case ONORM_F32: return run_out<float>(q, r0, r1);
+    case ONORM_F16: return run_out<core::f16_bits>(q, r0, r1);
+    case ONORM_BF16: return run_out<core::bf16_bits>(q, r0, r1);
+    case ONORM_F64: return run_out<double>(q, r0, r1);
+    default: return;
+  }
+}
+
+}  // namespace cpu
+}  // namespace onorm

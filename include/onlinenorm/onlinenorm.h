@@ -1,0 +1,101 @@
+/* onlinenorm: the stable C ABI. The contract is ../../docs/API.md (copied from shared/API.md).
+   Row operators (softmax, log-softmax, LayerNorm, RMSNorm) on CPU, CUDA and HIP backends. */
+#ifndef ONLINENORM_ONLINENORM_H
+#define ONLINENORM_ONLINENORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define ONORM_API __declspec(dllexport)
+#else
+#define ONORM_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONORM_API_VERSION 1
+
+typedef enum onorm_status {
+  ONORM_OK = 0,
+  ONORM_ERROR_INVALID_ARGUMENT = 1,    /* null pointer, negative size, bad stride, bad eps, partial overlap, size overflow */
+  ONORM_ERROR_UNSUPPORTED = 2,         /* a valid request this backend does not implement (say, a dtype) */
+  ONORM_ERROR_BACKEND_UNAVAILABLE = 3, /* backend not compiled in, or no such device */
+  ONORM_ERROR_DEVICE = 4,              /* the CUDA or HIP runtime reported an error */
+  ONORM_ERROR_OUT_OF_MEMORY = 5,
+  ONORM_ERROR_INTERNAL = 6
+} onorm_status;
+
+typedef enum onorm_backend {
+  ONORM_BACKEND_AUTO = 0, ONORM_BACKEND_CPU = 1, ONORM_BACKEND_CUDA = 2, ONORM_BACKEND_HIP = 3
+} onorm_backend;
+
+typedef enum onorm_dtype {
+  ONORM_F32 = 0, ONORM_F16 = 1, ONORM_BF16 = 2, ONORM_F64 = 3, ONORM_F8_E4M3 = 4
+} onorm_dtype;
+
+typedef struct onorm_context_t* onorm_context;
+
+/* A batch of rows. Element (r, c) lives at
+   (char*)data + (r * row_stride + c) * element_size(dtype); row_stride >= cols, counted in elements. */
+typedef struct onorm_rows {
+  void* data;
+  onorm_dtype dtype;
+  int64_t rows;
+  int64_t cols;
+  int64_t row_stride;
+} onorm_rows;
+
+ONORM_API onorm_status onorm_create(onorm_backend backend, int device, onorm_context* out);
+ONORM_API void         onorm_destroy(onorm_context ctx);                 /* NULL is a no-op */
+ONORM_API onorm_status onorm_set_stream(onorm_context ctx, void* stream); /* cudaStream_t / hipStream_t; ignored on CPU */
+ONORM_API onorm_status onorm_synchronize(onorm_context ctx);
+ONORM_API const char*  onorm_backend_name(onorm_context ctx);   /* e.g. "cpu (AVX3_ZEN4, 2 threads)", "cuda:0 (NVIDIA H200)" */
+ONORM_API const char*  onorm_status_string(onorm_status status);
+ONORM_API const char*  onorm_last_error(void);                  /* thread-local detail of this thread's last failure */
+
+ONORM_API onorm_status onorm_softmax(onorm_context ctx, const onorm_rows* x, const onorm_rows* y);
+ONORM_API onorm_status onorm_log_softmax(onorm_context ctx, const onorm_rows* x, const onorm_rows* y);
+ONORM_API onorm_status onorm_layer_norm(onorm_context ctx, const onorm_rows* x,
+                                        const void* gamma, const void* beta, double eps,
+                                        const onorm_rows* y, float* mean, float* rstd);
+ONORM_API onorm_status onorm_rms_norm(onorm_context ctx, const onorm_rows* x,
+                                      const void* gamma, double eps,
+                                      const onorm_rows* y, float* rstd);
+
+/* Additions beyond the version-1 contract (they change none of it). */
+
+/* Size in bytes of one element of dtype; 0 for a value outside the enum. */
+ONORM_API size_t onorm_dtype_size(onorm_dtype dtype);
+/* Which backend kind a context runs on (never ONORM_BACKEND_AUTO). */
+ONORM_API onorm_backend onorm_context_backend(onorm_context ctx);
+/* Number of devices a backend kind sees now (CPU: 1); 0 when it is not compiled in or has none.
+   Never fails: a missing driver or module is 0 devices. */
+ONORM_API int onorm_backend_device_count(onorm_backend backend);
+/* Why a backend kind is unavailable (module missing, no driver, ...), or "" when available. */
+ONORM_API const char* onorm_backend_unavailable_reason(onorm_backend backend);
+
+/* Memory where the context's backend computes (device memory on CUDA/HIP, host memory on CPU),
+   so that programs, tests and tools can feed any backend without linking its runtime.
+   Copies are synchronous with respect to the context's stream. */
+typedef enum onorm_copy_kind {
+  ONORM_COPY_HOST_TO_DEVICE = 0, ONORM_COPY_DEVICE_TO_HOST = 1, ONORM_COPY_DEVICE_TO_DEVICE = 2
+} onorm_copy_kind;
+ONORM_API onorm_status onorm_malloc(onorm_context ctx, size_t bytes, void** out);
+ONORM_API onorm_status onorm_free(onorm_context ctx, void* ptr); /* NULL is a no-op */
+ONORM_API onorm_status onorm_memcpy(onorm_context ctx, void* dst, const void* src, size_t bytes,
+                                    onorm_copy_kind kind);
+
+/* CPU SIMD targets this machine can run, best first (Highway's names: "AVX3_ZEN4", "AVX3",
+   "AVX2", "SSE4", "EMU128", ...). Writes up to capacity pointers to static strings into names
+   (which may be NULL when capacity is 0) and returns how many there are. Setting
+   ONLINENORM_CPU_TARGET=<name> caps the CPU backend's choice for contexts created after it. */
+ONORM_API int onorm_cpu_targets(const char** names, int capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ONLINENORM_ONLINENORM_H */

@@ -1,0 +1,183 @@
+// The C ABI entry points: argument checks shared by all backends, then dispatch.
+#include <exception>
+#include <new>
+#include <string>
+
+#include "backend_interface.h"
+#include "last_error.hpp"
+#include "registry.hpp"
+#include "validate.hpp"
+
+struct onorm_context_t {
+  const onorm_backend_module* module;
+  void* impl;
+  onorm_backend kind;
+  int device;
+};
+
+namespace {
+
+using onorm::fail;
+
+// Runs body, turning C++ exceptions into statuses: nothing may unwind through the C ABI.
+template <typename Body>
+onorm_status guarded(const char* what, Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(ONORM_ERROR_OUT_OF_MEMORY, std::string(what) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return fail(ONORM_ERROR_INTERNAL, std::string(what) + ": " + e.what());
+  } catch (...) {
+    return fail(ONORM_ERROR_INTERNAL, std::string(what) + ": unknown exception");
+  }
+}
+
+onorm_status backend_status(onorm_status status, const char* err) {
+  if (status == ONORM_OK) return ONORM_OK;
+  return fail(status, err[0] ? err : onorm_status_string(status));
+}
+
+onorm_status run_op(onorm_context ctx, onorm_op op, const onorm_rows* x, const onorm_rows* y,
+                    const void* gamma, const void* beta, double eps, float* mean, float* rstd) {
+  const char* name = onorm::op_name(op);
+  return guarded(name, [&]() -> onorm_status {
+    if (!ctx) return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(name) + ": context is NULL");
+    if (!x || !y) return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(name) + ": x or y is NULL");
+    onorm_request request{op, *x, *y, gamma, beta, eps, mean, rstd};
+    bool empty = false;
+    if (onorm_status s = onorm::validate_request(request, empty)) return s;
+    for (int is_input = 1; is_input >= 0; --is_input) {
+      const onorm_dtype dt = is_input ? x->dtype : y->dtype;
+      if (!ctx->module->supports_dtype(ctx->impl, dt, is_input))
+        return fail(ONORM_ERROR_UNSUPPORTED, std::string(name) + ": backend " + ctx->module->kind_name +
+                                                 " does not take " + onorm::dtype_name(dt) +
+                                                 (is_input ? " input" : " output"));
+    }
+    if (empty) return ONORM_OK;
+    char err[512] = {0};
+    return backend_status(ctx->module->run(ctx->impl, &request, err, sizeof err), err);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+onorm_status onorm_create(onorm_backend backend, int device, onorm_context* out) {
+  return guarded("onorm_create", [&]() -> onorm_status {
+    if (!out) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_create: out is NULL");
+    *out = nullptr;
+    onorm_backend kind;
+    int resolved = 0;
+    if (onorm_status s = onorm::resolve_backend(backend, device, kind, resolved)) return s;
+    const onorm_backend_module* module = onorm::backend_entry(kind).module;
+    void* impl = nullptr;
+    char err[512] = {0};
+    if (onorm_status s = module->open(resolved, &impl, err, sizeof err)) return backend_status(s, err);
+    *out = new onorm_context_t{module, impl, kind, resolved};
+    return ONORM_OK;
+  });
+}
+
+void onorm_destroy(onorm_context ctx) {
+  if (!ctx) return;
+  ctx->module->close(ctx->impl);
+  delete ctx;
+}
+
+onorm_status onorm_set_stream(onorm_context ctx, void* stream) {
+  if (!ctx) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_set_stream: context is NULL");
+  char err[512] = {0};
+  return backend_status(ctx->module->set_stream(ctx->impl, stream, err, sizeof err), err);
+}
+
+onorm_status onorm_synchronize(onorm_context ctx) {
+  if (!ctx) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_synchronize: context is NULL");
+  char err[512] = {0};
+  return backend_status(ctx->module->synchronize(ctx->impl, err, sizeof err), err);
+}
+
+const char* onorm_backend_name(onorm_context ctx) {
+  return ctx ? ctx->module->name(ctx->impl) : "(no context)";
+}
+
+const char* onorm_status_string(onorm_status status) {
+  switch (status) {
+    case ONORM_OK: return "ok";
+    case ONORM_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case ONORM_ERROR_UNSUPPORTED: return "unsupported";
+    case ONORM_ERROR_BACKEND_UNAVAILABLE: return "backend unavailable";
+    case ONORM_ERROR_DEVICE: return "device error";
+    case ONORM_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case ONORM_ERROR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* onorm_last_error(void) { return onorm::last_error_message(); }
+
+onorm_status onorm_softmax(onorm_context ctx, const onorm_rows* x, const onorm_rows* y) {
+  return run_op(ctx, ONORM_OP_SOFTMAX, x, y, nullptr, nullptr, 0.0, nullptr, nullptr);
+}
+
+onorm_status onorm_log_softmax(onorm_context ctx, const onorm_rows* x, const onorm_rows* y) {
+  return run_op(ctx, ONORM_OP_LOG_SOFTMAX, x, y, nullptr, nullptr, 0.0, nullptr, nullptr);
+}
+
+onorm_status onorm_layer_norm(onorm_context ctx, const onorm_rows* x, const void* gamma,
+                              const void* beta, double eps, const onorm_rows* y, float* mean,
+                              float* rstd) {
+  return run_op(ctx, ONORM_OP_LAYER_NORM, x, y, gamma, beta, eps, mean, rstd);
+}
+
+onorm_status onorm_rms_norm(onorm_context ctx, const onorm_rows* x, const void* gamma, double eps,
+                            const onorm_rows* y, float* rstd) {
+  return run_op(ctx, ONORM_OP_RMS_NORM, x, y, gamma, nullptr, eps, nullptr, rstd);
+}
+
+onorm_status onorm_malloc(onorm_context ctx, size_t bytes, void** out) {
+  if (!ctx || !out) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_malloc: context or out is NULL");
+  *out = nullptr;
+  char err[512] = {0};
+  return backend_status(ctx->module->alloc(ctx->impl, bytes, out, err, sizeof err), err);
+}
+
+onorm_status onorm_free(onorm_context ctx, void* ptr) {
+  if (!ctx) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_free: context is NULL");
+  if (!ptr) return ONORM_OK;
+  char err[512] = {0};
+  return backend_status(ctx->module->release(ctx->impl, ptr, err, sizeof err), err);
+}
+
+onorm_status onorm_memcpy(onorm_context ctx, void* dst, const void* src, size_t bytes, onorm_copy_kind kind) {
+  if (!ctx) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_memcpy: context is NULL");
+  if (kind < ONORM_COPY_HOST_TO_DEVICE || kind > ONORM_COPY_DEVICE_TO_DEVICE)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_memcpy: kind is not an onorm_copy_kind");
+  if (bytes == 0) return ONORM_OK;
+  if (!dst || !src) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_memcpy: dst or src is NULL");
+  char err[512] = {0};
+  return backend_status(ctx->module->copy(ctx->impl, dst, src, bytes, kind, err, sizeof err), err);
+}
+
+size_t onorm_dtype_size(onorm_dtype dtype) { return onorm::dtype_size(dtype); }
+
+onorm_backend onorm_context_backend(onorm_context ctx) { return ctx ? ctx->kind : ONORM_BACKEND_AUTO; }
+
+int onorm_backend_device_count(onorm_backend backend) {
+  try {
+    return onorm::backend_entry(backend).device_count;
+  } catch (...) {
+    return 0;
+  }
+}
+
+const char* onorm_backend_unavailable_reason(onorm_backend backend) {
+  try {
+    return onorm::backend_entry(backend).unavailable_reason.c_str();
+  } catch (...) {
+    return "internal error";
+  }
+}
+
+}  // extern "C"

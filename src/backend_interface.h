@@ -1,0 +1,66 @@
+/* The interface between the core library and a backend: a table of C functions, so that a
+   backend may live in the library itself (CPU) or in a module the library opens at run time
+   (CUDA, HIP) without any C++ ABI crossing the boundary.
+   Requests reach a backend validated (shared/API.md): shapes match, sizes are positive,
+   pointers are non-null, nothing overlaps, and supports_dtype() accepted both dtypes. */
+#ifndef ONLINENORM_BACKEND_INTERFACE_H
+#define ONLINENORM_BACKEND_INTERFACE_H
+
+#include "onlinenorm/onlinenorm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum onorm_op {
+  ONORM_OP_SOFTMAX = 0,
+  ONORM_OP_LOG_SOFTMAX = 1,
+  ONORM_OP_LAYER_NORM = 2,
+  ONORM_OP_RMS_NORM = 3
+} onorm_op;
+
+typedef struct onorm_request {
+  onorm_op op;
+  onorm_rows x;        /* rows >= 1, cols >= 1 */
+  onorm_rows y;        /* same rows and cols as x */
+  const void* gamma;   /* cols elements of x's dtype, or NULL (1) */
+  const void* beta;    /* cols elements of x's dtype, or NULL (0); LayerNorm only */
+  double eps;          /* >= 0, not NaN */
+  float* mean;         /* rows floats or NULL; LayerNorm only */
+  float* rstd;         /* rows floats or NULL */
+} onorm_request;
+
+/* Bumped whenever this struct or onorm_request changes; a module of another version is refused. */
+#define ONORM_BACKEND_MODULE_ABI 1
+#define ONORM_BACKEND_MODULE_ENTRY "onorm_backend_module_entry"
+
+typedef struct onorm_backend_module {
+  int abi; /* ONORM_BACKEND_MODULE_ABI */
+  onorm_backend kind;
+  const char* kind_name; /* "cpu", "cuda", "hip" */
+  /* Devices usable now; on 0, writes the reason into why. Never fails otherwise. */
+  int (*device_count)(char* why, size_t why_len);
+  onorm_status (*open)(int device, void** impl, char* err, size_t err_len);
+  void (*close)(void* impl);
+  const char* (*name)(void* impl); /* valid until close */
+  onorm_status (*set_stream)(void* impl, void* stream, char* err, size_t err_len);
+  onorm_status (*synchronize)(void* impl, char* err, size_t err_len);
+  /* Nonzero when the backend takes this dtype as input (is_input) or as output. */
+  int (*supports_dtype)(void* impl, onorm_dtype dtype, int is_input);
+  /* Runs a validated request. Must be safe to call from several threads on one impl. */
+  onorm_status (*run)(void* impl, const onorm_request* request, char* err, size_t err_len);
+  /* Memory where this backend computes; copies complete before they return. */
+  onorm_status (*alloc)(void* impl, size_t bytes, void** out, char* err, size_t err_len);
+  onorm_status (*release)(void* impl, void* ptr, char* err, size_t err_len);
+  onorm_status (*copy)(void* impl, void* dst, const void* src, size_t bytes, onorm_copy_kind kind,
+                       char* err, size_t err_len);
+} onorm_backend_module;
+
+/* Every loadable module exports this symbol (ONORM_BACKEND_MODULE_ENTRY). */
+typedef const onorm_backend_module* (*onorm_backend_module_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
