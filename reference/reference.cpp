@@ -1,0 +1,258 @@
+#include "reference.hpp"
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+namespace onorm_ref {
+namespace {
+
+double f16_value(uint16_t h) {
+  const int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+  double v;
+  if (e == 31) v = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else if (e == 0) v = std::ldexp(m, -24);
+  else v = std::ldexp(1024 + m, e - 25);
+  return sign ? -v : v;
+}
+
+double bf16_value(uint16_t h) {
+  const int sign = h >> 15, e = (h >> 7) & 255, m = h & 127;
+  double v;
+  if (e == 255) v = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else if (e == 0) v = std::ldexp(m, -133);
+  else v = std::ldexp(128 + m, e - 134);
+  return sign ? -v : v;
+}
+
+// Nearest-even encoding by search over the format's own values: slow but obviously right.
+uint16_t encode_small(double v, double (*value)(uint16_t), int man_bits) {
+  if (std::isnan(v)) return value == f16_value ? 0x7e00 : 0x7fc0;
+  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  const double a = std::fabs(v);
+  const uint16_t inf_bits = value == f16_value ? 0x7c00 : 0x7f80;
+  // Largest finite magnitude and the midpoint to infinity.
+  const double max_finite = value(static_cast<uint16_t>(inf_bits - 1));
+  const double half_ulp_max = std::ldexp(1.0, std::ilogb(max_finite) - man_bits - 1);
+  if (a >= max_finite + half_ulp_max) return sign | inf_bits;
+  uint16_t lo = 0, hi = static_cast<uint16_t>(inf_bits - 1);  // binary search on magnitude bits
+  while (lo < hi) {
+    const uint16_t mid = static_cast<uint16_t>((lo + hi + 1) / 2);
+    if (value(mid) <= a) lo = mid; else hi = static_cast<uint16_t>(mid - 1);
+  }
+  if (lo == inf_bits - 1) return sign | lo;
+  const double below = value(lo), above = value(static_cast<uint16_t>(lo + 1));
+  uint16_t pick;
+  if (a - below < above - a) pick = lo;
+  else if (a - below > above - a) pick = static_cast<uint16_t>(lo + 1);
+  else pick = (lo & 1) ? static_cast<uint16_t>(lo + 1) : lo;
+  return sign | pick;
+}
+
+template <typename T>
+T load(const void* data, int64_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(data) + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return v;
+}
+template <typename T>
+void store(void* data, int64_t i, T v) {
+  std::memcpy(static_cast<char*>(data) + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+
+int mantissa_bits(onorm_dtype dtype) {
+  switch (dtype) {
+    case ONORM_F16: return 10;
+    case ONORM_BF16: return 7;
+    case ONORM_F32: return 23;
+    default: return 52;
+  }
+}
+int min_exponent(onorm_dtype dtype) {  // exponent of the smallest normal
+  switch (dtype) {
+    case ONORM_F16: return -14;
+    case ONORM_BF16: return -126;
+    case ONORM_F32: return -126;
+    default: return -1022;
+  }
+}
+
+}  // namespace
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::softmax: return "softmax";
+    case Op::log_softmax: return "log_softmax";
+    case Op::layer_norm: return "layer_norm";
+    case Op::rms_norm: return "rms_norm";
+  }
+  return "?";
+}
+
+bool parse_op(const std::string& text, Op& op) {
+  for (Op o : {Op::softmax, Op::log_softmax, Op::layer_norm, Op::rms_norm}) {
+    if (text == op_name(o)) {
+      op = o;
+      return true;
+    }
+  }
+  return false;
+}
+
+double decode(const void* data, onorm_dtype dtype, int64_t i) {
+  switch (dtype) {
+    case ONORM_F32: return load<float>(data, i);
+    case ONORM_F64: return load<double>(data, i);
+    case ONORM_F16: return f16_value(load<uint16_t>(data, i));
+    case ONORM_BF16: return bf16_value(load<uint16_t>(data, i));
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+void encode(double v, void* data, onorm_dtype dtype, int64_t i) {
+  switch (dtype) {
+    case ONORM_F32: store<float>(data, i, static_cast<float>(v)); break;
+    case ONORM_F64: store<double>(data, i, v); break;
+    case ONORM_F16: store<uint16_t>(data, i, encode_small(v, f16_value, 10)); break;
+    case ONORM_BF16: store<uint16_t>(data, i, encode_small(v, bf16_value, 7)); break;
+    default: break;
+  }
+}
+
+Result compute(Op op, const onorm_rows& x, const void* gamma, const void* beta, double eps) {
+  Result r;
+  r.rows = x.rows;
+  r.cols = x.cols;
+  r.y.assign(static_cast<size_t>(x.rows * x.cols), 0.0);
+  if (op == Op::layer_norm) r.mean.assign(static_cast<size_t>(x.rows), 0.0);
+  if (op == Op::layer_norm || op == Op::rms_norm) r.rstd.assign(static_cast<size_t>(x.rows), 0.0);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> row(static_cast<size_t>(x.cols));
+  for (int64_t i = 0; i < x.rows; ++i) {
+    for (int64_t c = 0; c < x.cols; ++c) row[c] = decode(x.data, x.dtype, i * x.row_stride + c);
+    double* out = r.y.data() + i * x.cols;
+    const double n = static_cast<double>(x.cols);
+    if (op == Op::softmax || op == Op::log_softmax) {
+      bool any_nan = false, any_pos_inf = false;
+      double m = -inf;
+      for (double v : row) {
+        any_nan |= std::isnan(v);
+        any_pos_inf |= v == inf;
+        if (v > m) m = v;
+      }
+      for (int64_t c = 0; c < x.cols; ++c) {
+        if (any_nan || any_pos_inf) out[c] = nan;
+        else if (m == -inf) out[c] = op == Op::softmax ? 0.0 : -inf;
+      }
+      if (any_nan || any_pos_inf || m == -inf) continue;
+      double sum = 0;  // pairwise is unnecessary in double at these lengths (error ~n*1e-16)
+      for (double v : row) sum += std::exp(v - m);
+      const double log_sum = std::log(sum);
+      for (int64_t c = 0; c < x.cols; ++c)
+        out[c] = op == Op::softmax ? std::exp(row[c] - m) / sum : (row[c] - m) - log_sum;
+      continue;
+    }
+    double mean = 0;
+    if (op == Op::layer_norm) {
+      for (double v : row) mean += v;
+      mean /= n;
+    }
+    double ss = 0;
+    for (double v : row) ss += (v - mean) * (v - mean);
+    const double rstd = 1.0 / std::sqrt(ss / n + eps);
+    if (op == Op::layer_norm) r.mean[i] = mean;
+    r.rstd[i] = rstd;
+    for (int64_t c = 0; c < x.cols; ++c) {
+      const double g = gamma ? decode(gamma, x.dtype, c) : 1.0;
+      const double b = (beta && op == Op::layer_norm) ? decode(beta, x.dtype, c) : 0.0;
+      out[c] = (row[c] - mean) * rstd * g + b;
+    }
+  }
+  return r;
+}
+
+double ulp(double v, onorm_dtype dtype) {
+  const double a = std::fabs(v);
+  int e = (a == 0 || !std::isfinite(a)) ? min_exponent(dtype) : std::ilogb(a);
+  if (e < min_exponent(dtype)) e = min_exponent(dtype);
+  return std::ldexp(1.0, e - mantissa_bits(dtype));
+}
+
+double bound(Op op, onorm_dtype out, double ref, double row_mean, double row_rstd, double gamma_j) {
+  double b;
+  switch (op) {
+    case Op::softmax: b = 1e-5 * std::fabs(ref) + 1e-30; break;
+    case Op::log_softmax: b = ref > -80 ? 2e-5 + 1e-6 * std::fabs(ref) : 1e-5 * std::fabs(ref); break;
+    case Op::layer_norm:
+      b = 1e-5 * std::fabs(ref) + 1e-6 + std::ldexp(std::fabs(row_mean) * row_rstd * std::fabs(gamma_j), -20);
+      break;
+    case Op::rms_norm: b = 1e-5 * std::fabs(ref) + 1e-6; break;
+    default: b = 0;
+  }
+  if (out == ONORM_F16 || out == ONORM_BF16) b += ulp(ref, out);
+  return b;
+}
+
+std::string Report::describe() const {
+  std::ostringstream s;
+  s << checked << " values checked, " << violations << " outside the bound; max abs " << max_abs
+    << ", max rel " << max_rel << ", max ulp " << max_ulp;
+  if (violations) {
+    s.precision(17);
+    s << "; first: " << first_what << "[" << first_row << "][" << first_col << "] = " << first_got
+      << ", want " << first_want;
+  }
+  return s.str();
+}
+
+Report check(Op op, const Result& ref, const onorm_rows& y, const void* gamma, onorm_dtype gamma_dtype,
+             const float* mean, const float* rstd) {
+  Report rep;
+  auto judge = [&](const char* what, int64_t i, int64_t c, double got, double want, double b, onorm_dtype dt) {
+    ++rep.checked;
+    bool good;
+    if (std::isnan(want)) good = std::isnan(got);
+    else if (std::isinf(want)) good = got == want;
+    else {
+      const double err = std::fabs(got - want);
+      good = std::isfinite(got) && err <= b;
+      if (std::isfinite(got)) {
+        rep.max_abs = std::max(rep.max_abs, err);
+        if (want != 0) rep.max_rel = std::max(rep.max_rel, err / std::fabs(want));
+        rep.max_ulp = std::max(rep.max_ulp, err / ulp(want, dt));
+      }
+    }
+    if (!good) {
+      if (rep.violations == 0) {
+        rep.first_row = i;
+        rep.first_col = c;
+        rep.first_got = got;
+        rep.first_want = want;
+        rep.first_what = what;
+      }
+      ++rep.violations;
+    }
+  };
+  for (int64_t i = 0; i < ref.rows; ++i) {
+    const double row_mean = ref.mean.empty() ? 0.0 : ref.mean[i];
+    const double row_rstd = ref.rstd.empty() ? 0.0 : ref.rstd[i];
+    for (int64_t c = 0; c < ref.cols; ++c) {
+      const double want = ref.y[i * ref.cols + c];
+      const double got = decode(y.data, y.dtype, i * y.row_stride + c);
+      const double g = gamma ? decode(gamma, gamma_dtype, c) : 1.0;
+      judge("y", i, c, got, want, bound(op, y.dtype, want, row_mean, row_rstd, g), y.dtype);
+    }
+    // Statistics come back as f32: a few f32 ulp of the exact value.
+    if (mean && !ref.mean.empty())
+      judge("mean", i, 0, mean[i], row_mean, 1e-5 * std::fabs(row_mean) + 1e-6 + 4 * ulp(row_mean, ONORM_F32) +
+            std::ldexp(std::fabs(row_mean), -20), ONORM_F32);
+    if (rstd && !ref.rstd.empty())
+      judge("rstd", i, 0, rstd[i], row_rstd, 1e-5 * std::fabs(row_rstd), ONORM_F32);
+  }
+  return rep;
+}
+
+}  // namespace onorm_ref

@@ -1,0 +1,55 @@
+// A float64 reference for the row operators and the contract's accuracy bounds
+// (docs/API.md). Deliberately independent of core/: plain two-pass double arithmetic over
+// the rows, its own decoding of f16/bf16, no online merging. Tests and `onorm compare`
+// judge every backend against it, so a bug in the algebra cannot hide behind itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "onlinenorm/onlinenorm.h"
+
+namespace onorm_ref {
+
+enum class Op { softmax, log_softmax, layer_norm, rms_norm };
+
+const char* op_name(Op op);
+bool parse_op(const std::string& text, Op& op);
+
+// Value of element i of a buffer of dtype (f32, f16, bf16, f64), as a double.
+double decode(const void* data, onorm_dtype dtype, int64_t index);
+// Encodes v into element i (round to nearest even; used to build inputs).
+void encode(double v, void* data, onorm_dtype dtype, int64_t index);
+
+// The exact answer for host-resident rows x. gamma/beta hold cols elements of x's dtype or
+// are NULL. y is rows x cols, dense; mean and rstd hold one value per row (LayerNorm: both;
+// RMSNorm: rstd; softmax: empty).
+struct Result {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> y, mean, rstd;
+};
+Result compute(Op op, const onorm_rows& x, const void* gamma, const void* beta, double eps);
+
+// One unit in the last place of v in dtype (for f16/bf16/f32; f64 gives f64's).
+double ulp(double v, onorm_dtype dtype);
+
+// The contract's bound on |y - ref| for one element. row_mean/row_rstd/gamma_j feed the
+// LayerNorm term 2^-20 |mean| rstd |gamma_j|. Returns +inf where the contract states no
+// bound (log_softmax with ref <= -80 is then held to 1e-5 relative instead).
+double bound(Op op, onorm_dtype out_dtype, double ref, double row_mean, double row_rstd, double gamma_j);
+
+// Compares a host copy of a backend's y (and optional mean/rstd it returned) with ref.
+struct Report {
+  int64_t checked = 0, violations = 0;
+  double max_abs = 0, max_rel = 0, max_ulp = 0;
+  int64_t first_row = -1, first_col = -1;  // first violation
+  double first_got = 0, first_want = 0;
+  std::string first_what;  // "y", "mean" or "rstd"
+  bool ok() const { return violations == 0; }
+  std::string describe() const;
+};
+Report check(Op op, const Result& ref, const onorm_rows& y, const void* gamma, onorm_dtype gamma_dtype,
+             const float* mean, const float* rstd);
+
+}  // namespace onorm_ref
