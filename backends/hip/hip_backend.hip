@@ -1,0 +1,163 @@
+// The HIP backend's host side: the module table (src/backend_interface.h) in HIP's runtime API.
+// The same file compiles for AMD GPUs (clang, ONLINENORM_HIP_PLATFORM=amd) and for NVIDIA GPUs
+// through HIP's NVIDIA platform (nvcc). The row kernels come from the shared device templates
+// (backends/gpu), instantiated per warp width in hip_rows_w32.hip and hip_rows_w64.hip; the warp
+// width is hipDeviceProp_t::warpSize, read here at run time, never a compile-time constant.
+#include <hip/hip_runtime.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "backend_interface.h"
+#include "hip_check.hpp"
+#include "hip_device.hpp"
+
+namespace onorm {
+namespace hip {
+namespace {
+
+struct HipContext {
+  HipDevice device;
+  std::string name;
+  std::atomic<hipStream_t> stream{nullptr};  // nullptr: the device's null stream
+};
+
+int device_count(char* why, size_t why_len) {
+  int count = 0;
+  const hipError_t e = hipGetDeviceCount(&count);
+  if (e != hipSuccess) {
+    std::snprintf(why, why_len, "hip: hipGetDeviceCount failed: %s", hipGetErrorString(e));
+    return 0;
+  }
+  if (count <= 0) std::snprintf(why, why_len, "hip: no device");
+  return count > 0 ? count : 0;
+}
+
+onorm_status open(int index, void** impl, char* err, size_t err_len) {
+  int count = 0;
+  ONORM_HIP_TRY(hipGetDeviceCount(&count));
+  if (index < 0 || index >= count) {
+    std::snprintf(err, err_len, "hip: device %d does not exist (%d device(s))", index, count);
+    return ONORM_ERROR_BACKEND_UNAVAILABLE;
+  }
+  hipDeviceProp_t prop;
+  std::memset(&prop, 0, sizeof prop);
+  ONORM_HIP_TRY(hipGetDeviceProperties(&prop, index));
+  ONORM_HIP_TRY(hipSetDevice(index));
+
+  HipDevice d;
+  d.index = index;
+  d.warp_size = prop.warpSize;
+  d.multiprocessors = prop.multiProcessorCount;
+  d.max_threads_per_block = prop.maxThreadsPerBlock;
+  d.shared_per_block = prop.sharedMemPerBlock;
+  d.major = prop.major;
+  d.minor = prop.minor;
+#if defined(__HIP_PLATFORM_AMD__)
+  d.is_amd = true;
+  // gcnArchName is "gfx90a:sramecc+:xnack-": keep the processor name.
+  std::snprintf(d.arch, sizeof d.arch, "%.*s", static_cast<int>(std::strcspn(prop.gcnArchName, ":")),
+                prop.gcnArchName);
+#else
+  d.is_amd = false;
+  std::snprintf(d.arch, sizeof d.arch, "sm_%d%d", prop.major, prop.minor);
+#endif
+  if (d.warp_size != 32 && d.warp_size != 64) {
+    std::snprintf(err, err_len, "hip: device %d (%s) reports warpSize %d; kernels exist for 32 and 64",
+                  index, prop.name, d.warp_size);
+    return ONORM_ERROR_UNSUPPORTED;
+  }
+
+  auto* ctx = new HipContext;
+  ctx->device = d;
+  char name[384];
+  std::snprintf(name, sizeof name, "hip:%d (%s, %s, %s%d%s)", index, prop.name, d.arch,
+                d.is_amd ? "wave" : "warp ", d.warp_size, d.is_amd ? "" : ", HIP on NVIDIA");
+  ctx->name = name;
+  *impl = ctx;
+  return ONORM_OK;
+}
+
+void close(void* impl) { delete static_cast<HipContext*>(impl); }
+
+const char* name(void* impl) { return static_cast<HipContext*>(impl)->name.c_str(); }
+
+onorm_status set_stream(void* impl, void* stream, char*, size_t) {
+  static_cast<HipContext*>(impl)->stream.store(static_cast<hipStream_t>(stream));
+  return ONORM_OK;
+}
+
+onorm_status synchronize(void* impl, char* err, size_t err_len) {
+  auto* ctx = static_cast<HipContext*>(impl);
+  ONORM_HIP_TRY(hipSetDevice(ctx->device.index));
+  ONORM_HIP_TRY(hipStreamSynchronize(ctx->stream.load()));
+  return ONORM_OK;
+}
+
+int supports_dtype(void*, onorm_dtype dtype, int) {
+  return dtype == ONORM_F32 || dtype == ONORM_F16 || dtype == ONORM_BF16;
+}
+
+onorm_status run(void* impl, const onorm_request* request, char* err, size_t err_len) {
+  auto* ctx = static_cast<HipContext*>(impl);
+  // The calling thread's current device may be another one.
+  ONORM_HIP_TRY(hipSetDevice(ctx->device.index));
+  const hipStream_t stream = ctx->stream.load();
+  switch (ctx->device.warp_size) {
+    case 32: return run_rows<32>(ctx->device, stream, *request, err, err_len);
+    case 64: return run_rows<64>(ctx->device, stream, *request, err, err_len);
+    default:
+      std::snprintf(err, err_len, "hip: no kernels for warp width %d", ctx->device.warp_size);
+      return ONORM_ERROR_INTERNAL;
+  }
+}
+
+onorm_status alloc(void* impl, size_t bytes, void** out, char* err, size_t err_len) {
+  auto* ctx = static_cast<HipContext*>(impl);
+  ONORM_HIP_TRY(hipSetDevice(ctx->device.index));
+  *out = nullptr;
+  ONORM_HIP_TRY(hipMalloc(out, bytes ? bytes : 1));
+  return ONORM_OK;
+}
+
+onorm_status release(void* impl, void* ptr, char* err, size_t err_len) {
+  auto* ctx = static_cast<HipContext*>(impl);
+  ONORM_HIP_TRY(hipSetDevice(ctx->device.index));
+  ONORM_HIP_TRY(hipFree(ptr));
+  return ONORM_OK;
+}
+
+// Ordered after the work already queued on the context's stream, complete on return.
+onorm_status copy(void* impl, void* dst, const void* src, size_t bytes, onorm_copy_kind kind,
+                  char* err, size_t err_len) {
+  auto* ctx = static_cast<HipContext*>(impl);
+  hipMemcpyKind k = hipMemcpyDeviceToDevice;
+  switch (kind) {
+    case ONORM_COPY_HOST_TO_DEVICE: k = hipMemcpyHostToDevice; break;
+    case ONORM_COPY_DEVICE_TO_HOST: k = hipMemcpyDeviceToHost; break;
+    case ONORM_COPY_DEVICE_TO_DEVICE: k = hipMemcpyDeviceToDevice; break;
+    default:
+      std::snprintf(err, err_len, "hip: copy kind %d is not an onorm_copy_kind", static_cast<int>(kind));
+      return ONORM_ERROR_INVALID_ARGUMENT;
+  }
+  if (bytes == 0) return ONORM_OK;
+  ONORM_HIP_TRY(hipSetDevice(ctx->device.index));
+  const hipStream_t stream = ctx->stream.load();
+  ONORM_HIP_TRY(hipMemcpyAsync(dst, src, bytes, k, stream));
+  ONORM_HIP_TRY(hipStreamSynchronize(stream));
+  return ONORM_OK;
+}
+
+const onorm_backend_module kModule = {
+    ONORM_BACKEND_MODULE_ABI, ONORM_BACKEND_HIP, "hip", device_count, open, close, name,
+    set_stream, synchronize, supports_dtype, run, alloc, release, copy};
+
+}  // namespace
+}  // namespace hip
+}  // namespace onorm
+
+extern "C" __attribute__((visibility("default"))) const onorm_backend_module* onorm_backend_module_entry(void) {
+  return &onorm::hip::kModule;
+}
