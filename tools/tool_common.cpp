@@ -1,0 +1,521 @@
+#include "tool_common.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "onlinenorm/core/convert.hpp"
+
+namespace onorm_tool {
+
+// ---------------------------------------------------------------- names
+
+bool parse_dtype(const std::string& s, onorm_dtype& out) {
+  if (s == "f32" || s == "float32") out = ONORM_F32;
+  else if (s == "f16" || s == "float16") out = ONORM_F16;
+  else if (s == "bf16" || s == "bfloat16") out = ONORM_BF16;
+  else if (s == "f64" || s == "float64") out = ONORM_F64;
+  else return false;
+  return true;
+}
+
+const char* dtype_name(onorm_dtype d) {
+  switch (d) {
+    case ONORM_F32: return "f32";
+    case ONORM_F16: return "f16";
+    case ONORM_BF16: return "bf16";
+    case ONORM_F64: return "f64";
+    case ONORM_F8_E4M3: return "f8_e4m3";
+  }
+  return "?";
+}
+
+size_t dtype_size(onorm_dtype d) {
+  switch (d) {
+    case ONORM_F32: return 4;
+    case ONORM_F16: case ONORM_BF16: return 2;
+    case ONORM_F64: return 8;
+    case ONORM_F8_E4M3: return 1;
+  }
+  return 0;
+}
+
+const char* backend_kind_name(onorm_backend b) {
+  switch (b) {
+    case ONORM_BACKEND_CPU: return "cpu";
+    case ONORM_BACKEND_CUDA: return "cuda";
+    case ONORM_BACKEND_HIP: return "hip";
+    case ONORM_BACKEND_AUTO: return "auto";
+  }
+  return "?";
+}
+
+std::string BackendSpec::label() const {
+  std::string s = backend_kind_name(kind);
+  if (kind != ONORM_BACKEND_CPU) s += ":" + std::to_string(device);
+  return s;
+}
+
+bool parse_backend(const std::string& s, BackendSpec& out) {
+  std::string name = s;
+  int device = 0;
+  const size_t colon = s.find(':');
+  if (colon != std::string::npos) {
+    name = s.substr(0, colon);
+    const std::string idx = s.substr(colon + 1);
+    if (idx.empty() || idx.size() > 4 || idx.find_first_not_of("0123456789") != std::string::npos) return false;
+    device = std::atoi(idx.c_str());
+  }
+  if (name == "cpu") out.kind = ONORM_BACKEND_CPU;
+  else if (name == "cuda") out.kind = ONORM_BACKEND_CUDA;
+  else if (name == "hip") out.kind = ONORM_BACKEND_HIP;
+  else return false;
+  out.device = device;
+  return true;
+}
+
+// ---------------------------------------------------------------- command line
+
+std::map<std::string, std::string> parse_options(int argc, char** argv, int first,
+                                                 const std::vector<OptionSpec>& specs) {
+  std::map<std::string, std::string> out;
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h") arg = "--help";
+    if (arg.size() < 3 || arg.compare(0, 2, "--") != 0)
+      throw UsageError("unexpected argument '" + arg + "'");
+    std::string name = arg.substr(2), value;
+    bool has_inline = false;
+    const size_t eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_inline = true;
+    }
+    const OptionSpec* spec = nullptr;
+    for (const OptionSpec& s : specs)
+      if (s.name == name) spec = &s;
+    if (!spec) throw UsageError("unknown option '--" + name + "'");
+    if (spec->takes_value) {
+      if (!has_inline) {
+        if (i + 1 >= argc) throw UsageError("option '--" + name + "' needs a value");
+        value = argv[++i];
+      }
+      if (value.empty()) throw UsageError("option '--" + name + "' needs a non-empty value");
+    } else if (has_inline) {
+      throw UsageError("option '--" + name + "' takes no value");
+    }
+    if (out.count(name)) throw UsageError("option '--" + name + "' given twice");
+    out[name] = value;
+  }
+  return out;
+}
+
+int64_t parse_int(const std::string& opt, const std::string& text, int64_t lo, int64_t hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !(text[0] == '-' || std::isdigit(static_cast<unsigned char>(text[0]))))
+    throw UsageError("option '--" + opt + "': '" + text + "' is not an integer");
+  if (v < lo || v > hi)
+    throw UsageError("option '--" + opt + "': " + text + " is outside [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
+  return v;
+}
+
+double parse_double(const std::string& opt, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw UsageError("option '--" + opt + "': '" + text + "' is not a finite number");
+  return v;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- inputs
+
+bool parse_dist(const std::string& s, Dist& out) {
+  if (s == "normal") out = Dist::normal;
+  else if (s == "uniform") out = Dist::uniform;
+  else if (s == "large-offset") out = Dist::large_offset;
+  else if (s == "special") out = Dist::special;
+  else return false;
+  return true;
+}
+
+const char* dist_name(Dist d) {
+  switch (d) {
+    case Dist::normal: return "normal";
+    case Dist::uniform: return "uniform";
+    case Dist::large_offset: return "large-offset";
+    case Dist::special: return "special";
+  }
+  return "?";
+}
+
+namespace {
+
+// splitmix64: a small generator whose output is the same on every platform and compiler.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double normal() {  // Box-Muller, one value per call
+    const double u1 = 1.0 - uniform(), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+};
+
+float max_finite(onorm_dtype d) {
+  switch (d) {
+    case ONORM_F16: return 65504.0f;
+    case ONORM_BF16: return 3.3895313892515355e38f;
+    default: return std::numeric_limits<float>::max();
+  }
+}
+float min_normal(onorm_dtype d) {
+  return d == ONORM_F16 ? 6.103515625e-05f : std::numeric_limits<float>::min();
+}
+
+}  // namespace
+
+void encode_floats(const float* src, size_t n, onorm_dtype dtype, unsigned char* dst) {
+  switch (dtype) {
+    case ONORM_F32: std::memcpy(dst, src, n * 4); break;
+    case ONORM_F64:
+      for (size_t i = 0; i < n; ++i) {
+        const double v = src[i];
+        std::memcpy(dst + 8 * i, &v, 8);
+      }
+      break;
+    case ONORM_F16:
+    case ONORM_BF16:
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t h = dtype == ONORM_F16 ? onorm::core::f32_to_f16(src[i]) : onorm::core::f32_to_bf16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      break;
+    default: throw ToolError("cannot encode dtype " + std::string(dtype_name(dtype)));
+  }
+}
+
+void generate_input(Problem& p, Dist dist, uint64_t seed) {
+  const int64_t n = p.rows * p.cols;
+  std::vector<float> v(static_cast<size_t>(n));
+  Rng rng{seed * 0x2545f4914f6cdd1dull + 1};
+  const float inf = std::numeric_limits<float>::infinity();
+  const bool softmax_like = p.op == Op::softmax || p.op == Op::log_softmax;
+  for (int64_t r = 0; r < p.rows; ++r) {
+    float* row = v.data() + r * p.cols;
+    const int kind = dist == Dist::special ? static_cast<int>(r % 8) : -1;
+    for (int64_t c = 0; c < p.cols; ++c) {
+      float x;
+      switch (dist) {
+        case Dist::normal: x = static_cast<float>(rng.normal()); break;
+        case Dist::uniform: x = static_cast<float>(6.0 * rng.uniform() - 3.0); break;
+        case Dist::large_offset: x = static_cast<float>(1e4 + rng.normal()); break;
+        case Dist::special:
+        default:
+          switch (kind) {
+            case 0: x = -inf; break;                                    // a fully masked row
+            case 3: {                                                   // huge magnitudes
+              const float big = softmax_like ? max_finite(p.in) : std::min(max_finite(p.in), 1e18f);
+              x = static_cast<float>(big * (0.5 + 0.5 * rng.uniform()));
+              if (!softmax_like && (c & 1)) x = -x;
+              break;
+            }
+            case 4: x = (c % 2) ? -inf : static_cast<float>(rng.normal()); break;  // partly masked
+            case 5: x = 3.0f; break;                                    // a constant row
+            case 6: x = static_cast<float>(min_normal(p.in) * 4.0 * rng.uniform()); break;  // tiny
+            default: x = static_cast<float>(rng.normal()); break;
+          }
+          break;
+      }
+      row[c] = x;
+    }
+    if (kind == 1) row[(r * 7) % p.cols] = std::numeric_limits<float>::quiet_NaN();
+    if (kind == 2) row[(r * 5) % p.cols] = inf;
+  }
+  p.x.resize(p.x_bytes());
+  encode_floats(v.data(), v.size(), p.in, p.x.data());
+}
+
+void generate_params(Problem& p, uint64_t seed) {
+  p.gamma.clear();
+  p.beta.clear();
+  if (!p.has_gamma()) return;
+  Rng rng{seed * 0x9e3779b97f4a7c15ull + 7};
+  std::vector<float> g(static_cast<size_t>(p.cols)), b(static_cast<size_t>(p.cols));
+  for (int64_t c = 0; c < p.cols; ++c) {
+    g[c] = static_cast<float>(0.5 + rng.uniform());
+    b[c] = static_cast<float>(rng.uniform() - 0.5);
+  }
+  p.gamma.resize(static_cast<size_t>(p.cols) * dtype_size(p.in));
+  encode_floats(g.data(), g.size(), p.in, p.gamma.data());
+  if (p.op == Op::layer_norm) {
+    p.beta.resize(p.gamma.size());
+    encode_floats(b.data(), b.size(), p.in, p.beta.data());
+  }
+}
+
+// ---------------------------------------------------------------- running
+
+void throw_status(const std::string& what, onorm_status s) {
+  const char* detail = onorm_last_error();
+  throw ToolError(what + ": " + onorm_status_string(s) + (detail && *detail ? std::string(" (") + detail + ")" : ""));
+}
+
+Timing time_calls(onorm_context ctx, const std::function<onorm_status()>& fn, int samples, double min_sample_s) {
+  using clock = std::chrono::steady_clock;
+  auto check = [&](onorm_status s, const char* what) {
+    if (s != ONORM_OK) throw_status(what, s);
+  };
+  // Warm-up, then one timed call to pick the batch size.
+  check(fn(), "warm-up");
+  check(onorm_synchronize(ctx), "onorm_synchronize");
+  auto t0 = clock::now();
+  check(fn(), "run");
+  check(onorm_synchronize(ctx), "onorm_synchronize");
+  const double one = std::chrono::duration<double>(clock::now() - t0).count();
+  Timing t;
+  t.batch = one >= min_sample_s ? 1 : static_cast<int>(std::min(1000.0, std::ceil(min_sample_s / std::max(one, 1e-7))));
+  std::vector<double> per_call;
+  for (int s = 0; s < std::max(samples, 1); ++s) {
+    t0 = clock::now();
+    for (int b = 0; b < t.batch; ++b) check(fn(), "run");
+    check(onorm_synchronize(ctx), "onorm_synchronize");
+    per_call.push_back(std::chrono::duration<double>(clock::now() - t0).count() / t.batch);
+  }
+  std::sort(per_call.begin(), per_call.end());
+  const size_t m = per_call.size();
+  t.median_s = m % 2 ? per_call[m / 2] : 0.5 * (per_call[m / 2 - 1] + per_call[m / 2]);
+  t.samples = static_cast<int>(m);
+  return t;
+}
+
+DeviceRun::DeviceRun(const BackendSpec& spec, const Problem& p, int64_t stats_rows)
+    : p_(p), label_(spec.label()), op_(p.op), rows_(p.rows), cols_(p.cols) {
+  capacity_ = p.rows * p.cols;
+  stats_capacity_ = std::max(p.rows, stats_rows);
+  if (onorm_status s = onorm_create(spec.kind, spec.device, &ctx_)) {
+    ctx_ = nullptr;
+    throw_status("backend " + label_, s);
+  }
+  try {
+    name_ = onorm_backend_name(ctx_);
+    x_ = alloc(p.x_bytes());
+    y_ = alloc(p.y_bytes());
+    upload(x_, p.x.data(), p.x_bytes());
+    if (!p.gamma.empty()) {
+      gamma_ = alloc(p.gamma.size());
+      upload(gamma_, p.gamma.data(), p.gamma.size());
+    }
+    if (!p.beta.empty()) {
+      beta_ = alloc(p.beta.size());
+      upload(beta_, p.beta.data(), p.beta.size());
+    }
+    if (p.op == Op::layer_norm) mean_ = static_cast<float*>(alloc(static_cast<size_t>(stats_capacity_) * 4));
+    if (p.has_gamma()) rstd_ = static_cast<float*>(alloc(static_cast<size_t>(stats_capacity_) * 4));
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+DeviceRun::~DeviceRun() { release(); }
+
+void DeviceRun::release() {
+  if (!ctx_) return;
+  for (void* ptr : {x_, y_, gamma_, beta_, static_cast<void*>(mean_), static_cast<void*>(rstd_)})
+    if (ptr) onorm_free(ctx_, ptr);
+  x_ = y_ = gamma_ = beta_ = nullptr;
+  mean_ = rstd_ = nullptr;
+  onorm_destroy(ctx_);
+  ctx_ = nullptr;
+}
+
+void* DeviceRun::alloc(size_t bytes) {
+  void* ptr = nullptr;
+  if (onorm_status s = onorm_malloc(ctx_, bytes ? bytes : 1, &ptr)) throw_status(label_ + ": onorm_malloc", s);
+  return ptr;
+}
+
+void DeviceRun::upload(void* dst, const void* src, size_t bytes) {
+  if (onorm_status s = onorm_memcpy(ctx_, dst, src, bytes, ONORM_COPY_HOST_TO_DEVICE))
+    throw_status(label_ + ": onorm_memcpy to the device", s);
+}
+
+void DeviceRun::reshape(Op op, int64_t rows, int64_t cols) {
+  const bool needs_params = op == Op::layer_norm || op == Op::rms_norm;
+  if (rows * cols > capacity_ || (needs_params && (cols > p_.cols || rows > stats_capacity_)) ||
+      (needs_params && !p_.has_gamma()) || (op == Op::layer_norm && p_.op != Op::layer_norm))
+    throw ToolError("internal: reshape beyond the buffers allocated");
+  op_ = op;
+  rows_ = rows;
+  cols_ = cols;
+}
+
+onorm_status DeviceRun::call() {
+  const onorm_rows x{x_, p_.in, rows_, cols_, cols_};
+  const onorm_rows y{y_, p_.out, rows_, cols_, cols_};
+  switch (op_) {
+    case Op::softmax: return onorm_softmax(ctx_, &x, &y);
+    case Op::log_softmax: return onorm_log_softmax(ctx_, &x, &y);
+    case Op::layer_norm: return onorm_layer_norm(ctx_, &x, gamma_, beta_, p_.eps, &y, mean_, rstd_);
+    case Op::rms_norm: return onorm_rms_norm(ctx_, &x, gamma_, p_.eps, &y, rstd_);
+  }
+  return ONORM_ERROR_INTERNAL;
+}
+
+void DeviceRun::run_once() {
+  if (onorm_status s = call()) throw_status(label_ + ": " + onorm_ref::op_name(op_), s);
+  if (onorm_status s = onorm_synchronize(ctx_)) throw_status(label_ + ": onorm_synchronize", s);
+}
+
+Timing DeviceRun::time(int samples) {
+  try {
+    return time_calls(ctx_, [this] { return call(); }, samples);
+  } catch (const ToolError& e) {
+    throw ToolError(label_ + ": " + onorm_ref::op_name(op_) + ": " + e.what());
+  }
+}
+
+void DeviceRun::fetch(std::vector<unsigned char>& y, std::vector<float>& mean, std::vector<float>& rstd) {
+  y.resize(static_cast<size_t>(rows_ * cols_) * dtype_size(p_.out));
+  auto down = [&](void* dst, const void* src, size_t bytes) {
+    if (onorm_status s = onorm_memcpy(ctx_, dst, src, bytes, ONORM_COPY_DEVICE_TO_HOST))
+      throw_status(label_ + ": onorm_memcpy from the device", s);
+  };
+  down(y.data(), y_, y.size());
+  mean.clear();
+  rstd.clear();
+  if (mean_ && op_ == Op::layer_norm) {
+    mean.resize(static_cast<size_t>(rows_));
+    down(mean.data(), mean_, mean.size() * 4);
+  }
+  if (rstd_ && (op_ == Op::layer_norm || op_ == Op::rms_norm)) {
+    rstd.resize(static_cast<size_t>(rows_));
+    down(rstd.data(), rstd_, rstd.size() * 4);
+  }
+}
+
+// ---------------------------------------------------------------- JSON
+
+std::string json_escape(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      case '\r': o += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += static_cast<char>(c);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+void Json::sep() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) s_ += ",";
+    first_.back() = false;
+    s_ += "\n" + std::string(2 * first_.size(), ' ');
+  }
+}
+Json& Json::begin_object() { sep(); s_ += "{"; first_.push_back(true); return *this; }
+Json& Json::begin_array() { sep(); s_ += "["; first_.push_back(true); return *this; }
+Json& Json::end_object() {
+  const bool empty = first_.back();
+  first_.pop_back();
+  if (!empty) s_ += "\n" + std::string(2 * first_.size(), ' ');
+  s_ += "}";
+  if (first_.empty()) s_ += "\n";
+  return *this;
+}
+Json& Json::end_array() {
+  const bool empty = first_.back();
+  first_.pop_back();
+  if (!empty) s_ += "\n" + std::string(2 * first_.size(), ' ');
+  s_ += "]";
+  return *this;
+}
+Json& Json::key(const std::string& k) {
+  sep();
+  s_ += json_escape(k) + ": ";
+  after_key_ = true;
+  return *this;
+}
+Json& Json::value(const std::string& v) { sep(); s_ += json_escape(v); return *this; }
+Json& Json::value(double d) {
+  sep();
+  if (!std::isfinite(d)) {
+    s_ += "null";
+  } else {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", d);
+    s_ += buf;
+  }
+  return *this;
+}
+Json& Json::value(int64_t i) { sep(); s_ += std::to_string(i); return *this; }
+Json& Json::value(bool b) { sep(); s_ += b ? "true" : "false"; return *this; }
+Json& Json::null() { sep(); s_ += "null"; return *this; }
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw ToolError(path + ": cannot create (" + std::strerror(errno) + ")");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) throw ToolError(path + ": write failed");
+}
+
+std::string fmt_sci(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == 0) return "0";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", v);
+  return buf;
+}
+
+std::string fmt_fixed(double v, int digits) {
+  if (!std::isfinite(v)) return fmt_sci(v);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace onorm_tool
