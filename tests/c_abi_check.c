@@ -1,0 +1,26 @@
+/* The C ABI header compiled as C (C99/C11): every declaration must be valid C, and a small
+   program in C must be able to run an op. Called from cpp_api_test. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "onlinenorm/onlinenorm.h"
+
+int onorm_c_abi_check(void) {
+  onorm_context ctx = NULL;
+  if (onorm_create(ONORM_BACKEND_CPU, 0, &ctx) != ONORM_OK) return 1;
+  float x[6] = {1, 2, 3, -INFINITY, -INFINITY, -INFINITY};
+  float y[6] = {0};
+  onorm_rows xr = {x, ONORM_F32, 2, 3, 3};
+  onorm_rows yr = {y, ONORM_F32, 2, 3, 3};
+  int bad = 0;
+  if (onorm_softmax(ctx, &xr, &yr) != ONORM_OK) bad |= 2;
+  const double e1 = exp(-2.0), e2 = exp(-1.0), s = e1 + e2 + 1.0;
+  if (fabs(y[0] - e1 / s) > 1e-6 || fabs(y[2] - 1.0 / s) > 1e-6) bad |= 4;
+  if (y[3] != 0.0f || y[4] != 0.0f || y[5] != 0.0f) bad |= 8;
+  onorm_rows broken = xr;
+  broken.row_stride = 1;
+  if (onorm_softmax(ctx, &broken, &yr) != ONORM_ERROR_INVALID_ARGUMENT) bad |= 16;
+  if (onorm_last_error()[0] == '\0') bad |= 32;
+  onorm_destroy(ctx);
+  return bad;
+}

@@ -1,0 +1,131 @@
+// One fully checked run of an operator on a backend: poisoned, guarded buffers in the
+// backend's memory, random (or given) inputs, the float64 reference with the contract's
+// bounds, and checks that every output element was written and nothing else was.
+#pragma once
+
+#include <functional>
+
+#include "test_util.hpp"
+
+namespace onorm_test {
+
+struct Layout {
+  int64_t x_pad = 0, y_pad = 0;            // row_stride = cols + pad
+  size_t x_offset = 0, y_offset = 0;       // in elements of the buffer's dtype
+  bool in_place = false;                   // y->data == x->data, same stride
+  bool gamma = false, beta = false;        // LayerNorm/RMSNorm affine parameters
+  bool mean = false, rstd = false;         // statistics outputs
+  double eps = 1e-5;
+  std::string str() const {
+    std::ostringstream s;
+    s << "x_pad " << x_pad << " y_pad " << y_pad << " x_off " << x_offset << " y_off " << y_offset
+      << (in_place ? " in-place" : "") << (gamma ? " gamma" : "") << (beta ? " beta" : "") << (mean ? " mean" : "")
+      << (rstd ? " rstd" : "") << " eps " << eps;
+    return s.str();
+  }
+};
+
+using Generator = std::function<double(int64_t r, int64_t c)>;
+
+// Random inputs typical for op, one distribution per row.
+inline Generator random_inputs(Op op, int64_t rows, std::mt19937_64& rng) {
+  auto dists = std::make_shared<std::vector<InputDist>>();
+  for (int64_t r = 0; r < rows; ++r) dists->push_back(input_dist(op, rng));
+  auto eng = std::make_shared<std::mt19937_64>(rng());
+  return [dists, eng](int64_t r, int64_t) {
+    std::normal_distribution<double> n((*dists)[static_cast<size_t>(r)].center, (*dists)[static_cast<size_t>(r)].scale);
+    return n(*eng);
+  };
+}
+
+struct CaseOutput {
+  std::vector<unsigned char> y_image;  // the downloaded y buffer (whole image) for bitwise comparisons
+  std::vector<unsigned char> mean_image, rstd_image;
+  onorm_ref::Report report;
+};
+
+// Runs op once and checks it. gen == nullptr: random inputs. out (optional) receives the images.
+inline ::testing::AssertionResult run_checked(onorm_context ctx, Op op, onorm_dtype in, onorm_dtype out, int64_t rows,
+                                              int64_t cols, const Layout& L, std::mt19937_64& rng,
+                                              Generator gen = nullptr, CaseOutput* result = nullptr) {
+  const std::string what = describe(onorm_context_backend(ctx), op, in, out, rows, cols) + " [" + L.str() + "]";
+  auto fail = [&](const std::string& why) { return ::testing::AssertionFailure() << what << ": " << why; };
+  if (L.in_place && esize(in) != esize(out)) return fail("test bug: in place needs equal dtype sizes");
+
+  Tensor x(ctx, in, rows, cols, cols + L.x_pad, L.x_offset * esize(in));
+  if (!x.ok()) return fail("allocation failed");
+  if (!gen) gen = random_inputs(op, rows, rng);
+  x.fill(gen);
+  Tensor y;
+  if (!L.in_place) {
+    y = Tensor(ctx, out, rows, cols, cols + L.y_pad, L.y_offset * esize(out));
+    if (!y.ok()) return fail("allocation failed");
+  }
+  Tensor gamma, beta, mean, rstd;
+  std::normal_distribution<double> gdist(1.0, 0.5), bdist(0.0, 1.0);
+  if (L.gamma && has_gamma(op)) {
+    gamma = Tensor(ctx, in, 1, cols);
+    gamma.fill([&](int64_t, int64_t) { return gdist(rng); });
+  }
+  if (L.beta && has_beta(op)) {
+    beta = Tensor(ctx, in, 1, cols);
+    beta.fill([&](int64_t, int64_t) { return bdist(rng); });
+  }
+  if (L.mean && has_mean(op)) mean = Tensor(ctx, ONORM_F32, 1, rows);
+  if (L.rstd && has_rstd(op)) rstd = Tensor(ctx, ONORM_F32, 1, rows);
+
+  const onorm_ref::Result ref =
+      onorm_ref::compute(op, x.host_rows(), gamma.ok() ? gamma.host() : nullptr, beta.ok() ? beta.host() : nullptr, L.eps);
+  const std::vector<unsigned char> x_before = x.image();
+  const std::vector<unsigned char> gamma_before = gamma.image(), beta_before = beta.image();
+
+  onorm_rows xr = x.dev_rows();
+  onorm_rows yr = L.in_place ? onorm_rows{x.dev(), out, rows, cols, x.stride()} : y.dev_rows();
+  OpArgs args;
+  args.gamma = gamma.ok() ? gamma.dev() : nullptr;
+  args.beta = beta.ok() ? beta.dev() : nullptr;
+  args.eps = L.eps;
+  args.mean = mean.ok() ? mean.dev_f32() : nullptr;
+  args.rstd = rstd.ok() ? rstd.dev_f32() : nullptr;
+  const onorm_status st = run_op(ctx, op, xr, yr, args);
+  if (st != ONORM_OK) return fail(std::string("status ") + onorm_status_string(st) + ": " + onorm_last_error());
+  if (onorm_synchronize(ctx) != ONORM_OK) return fail(std::string("synchronize: ") + onorm_last_error());
+
+  x.download();
+  if (y.ok()) y.download();
+  if (gamma.ok()) gamma.download();
+  if (beta.ok()) beta.download();
+  if (mean.ok()) mean.download();
+  if (rstd.ok()) rstd.download();
+
+  if (L.in_place) {
+    if (auto r = x.outside_untouched("y (in place)"); !r) return fail(r.message());
+  } else {
+    if (auto r = x.same_image(x_before, "x"); !r) return fail(r.message());
+    if (auto r = y.outside_untouched("y"); !r) return fail(r.message());
+    if (auto r = y.all_written("y"); !r) return fail(r.message());
+  }
+  if (gamma.ok())
+    if (auto r = gamma.same_image(gamma_before, "gamma"); !r) return fail(r.message());
+  if (beta.ok())
+    if (auto r = beta.same_image(beta_before, "beta"); !r) return fail(r.message());
+  for (Tensor* t : {&mean, &rstd}) {
+    if (!t->ok()) continue;
+    if (auto r = t->outside_untouched(t == &mean ? "mean" : "rstd"); !r) return fail(r.message());
+    if (auto r = t->all_written(t == &mean ? "mean" : "rstd"); !r) return fail(r.message());
+  }
+
+  const onorm_rows y_host = L.in_place ? onorm_rows{x.host(), out, rows, cols, x.stride()} : y.host_rows();
+  onorm_ref::Report rep = onorm_ref::check(op, ref, y_host, gamma.ok() ? gamma.host() : nullptr, in,
+                                           mean.ok() ? mean.host_f32() : nullptr, rstd.ok() ? rstd.host_f32() : nullptr);
+  if (result) {
+    result->y_image = L.in_place ? x.image() : y.image();
+    result->mean_image = mean.image();
+    result->rstd_image = rstd.image();
+    result->report = rep;
+  }
+  if (!rep.ok()) return fail(rep.describe());
+  return ::testing::AssertionSuccess() << what << ": " << rep.describe();
+}
+
+}  // namespace onorm_test

@@ -1,0 +1,48 @@
+# Installs the build tree to a fresh prefix, then configures, builds and runs tests/consumer
+# against it. Run by CTest: cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P this file.
+foreach(v BUILD_DIR SOURCE_DIR WORK_DIR)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "${v} not set")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+
+function(step name)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${name} failed (${rc}):\n${out}\n${err}")
+  endif()
+  message(STATUS "${name}: ok")
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+step("install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+if(NOT EXISTS "${prefix}/include/onlinenorm/onlinenorm.hpp")
+  message(FATAL_ERROR "onlinenorm.hpp was not installed")
+endif()
+
+set(flags)
+if(EXTRA_FLAGS)
+  list(APPEND flags "-DCMAKE_CXX_FLAGS=${EXTRA_FLAGS}" "-DCMAKE_C_FLAGS=${EXTRA_FLAGS}"
+       "-DCMAKE_EXE_LINKER_FLAGS=${EXTRA_FLAGS}")
+endif()
+if(CXX_COMPILER)
+  list(APPEND flags "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
+endif()
+if(C_COMPILER)
+  list(APPEND flags "-DCMAKE_C_COMPILER=${C_COMPILER}")
+endif()
+if(NOT BUILD_TYPE)
+  set(BUILD_TYPE Release)
+endif()
+step("configure consumer" ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/build"
+     "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}" ${flags})
+step("build consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/build")
+# The installed library must be the one used (not the build tree's): run from the prefix only.
+step("run consumer" "${WORK_DIR}/build/consumer")
+message(STATUS "${step_output}")
+file(GLOB_RECURSE libs "${prefix}/*libonlinenorm.so*")
+if(NOT libs)
+  message(FATAL_ERROR "no libonlinenorm.so under ${prefix}")
+endif()

@@ -1,0 +1,155 @@
+// The C++ layer (include/onlinenorm/onlinenorm.hpp): RAII context, typed row views, Buffer,
+// exceptions carrying the status and the message; and the C header compiled as C.
+#include "onlinenorm/onlinenorm.hpp"
+
+#include <type_traits>
+
+#include "common/op_case.hpp"
+
+extern "C" int onorm_c_abi_check(void);
+
+namespace onorm_test {
+namespace {
+
+TEST(CApi, HeaderCompilesAsCAndRuns) { EXPECT_EQ(onorm_c_abi_check(), 0); }
+
+static_assert(onorm::dtype_of<float>::value == ONORM_F32, "");
+static_assert(onorm::dtype_of<double>::value == ONORM_F64, "");
+static_assert(onorm::dtype_of<onorm::bf16>::value == ONORM_BF16, "");
+static_assert(onorm::dtype_of<const onorm::f16>::value == ONORM_F16, "");
+static_assert(sizeof(onorm::bf16) == 2 && sizeof(onorm::f16) == 2, "");
+static_assert(!std::is_copy_constructible<onorm::Context>::value, "");
+static_assert(std::is_nothrow_move_constructible<onorm::Context>::value, "");
+static_assert(!std::is_copy_constructible<onorm::Buffer<float>>::value, "");
+
+TEST(CppApi, RowsDeduceDtype) {
+  float f[12];
+  const onorm::bf16 b[12] = {};
+  onorm::f16 h[12];
+  double d[12];
+  EXPECT_EQ(onorm::Rows(f, 3, 4).dtype(), ONORM_F32);
+  EXPECT_EQ(onorm::Rows(b, 3, 4).dtype(), ONORM_BF16);
+  EXPECT_EQ(onorm::Rows(h, 2, 4, 6).dtype(), ONORM_F16);
+  EXPECT_EQ(onorm::Rows(d, 3, 4).dtype(), ONORM_F64);
+  const onorm::Rows r(h, 2, 4, 6);
+  EXPECT_EQ(r.rows(), 2);
+  EXPECT_EQ(r.cols(), 4);
+  EXPECT_EQ(r.row_stride(), 6);
+  EXPECT_EQ(r.span(), 10);
+  EXPECT_EQ(r.data(), static_cast<void*>(h));
+  const onorm::Rows u(static_cast<void*>(f), ONORM_BF16, 2, 5);
+  EXPECT_EQ(u.dtype(), ONORM_BF16);
+  EXPECT_EQ(u.row_stride(), 5);
+  EXPECT_EQ(u.get()->cols, 5);
+}
+
+TEST(CppApi, ErrorCarriesStatusAndMessage) {
+  try {
+    onorm::Context ctx(ONORM_BACKEND_CPU, 3);
+    FAIL() << "no throw";
+  } catch (const onorm::Error& e) {
+    EXPECT_EQ(e.status(), ONORM_ERROR_BACKEND_UNAVAILABLE);
+    EXPECT_FALSE(e.detail().empty());
+    EXPECT_NE(std::string(e.what()).find(e.detail()), std::string::npos);
+  }
+  onorm::Context ctx(ONORM_BACKEND_CPU);
+  float x[4] = {1, 2, 3, 4}, y[4];
+  try {
+    ctx.softmax(onorm::Rows(x, 1, 4), onorm::Rows(y, 1, 3));
+    FAIL() << "no throw";
+  } catch (const onorm::Error& e) {
+    EXPECT_EQ(e.status(), ONORM_ERROR_INVALID_ARGUMENT);
+    EXPECT_FALSE(e.detail().empty());
+  }
+  try {
+    ctx.layer_norm(onorm::Rows(x, 1, 4), onorm::Rows(y, 1, 4), nullptr, nullptr, -1.0);
+    FAIL() << "no throw";
+  } catch (const onorm::Error& e) {
+    EXPECT_EQ(e.status(), ONORM_ERROR_INVALID_ARGUMENT);
+  }
+  EXPECT_THROW(ctx.softmax(onorm::Rows(x, ONORM_F8_E4M3, 1, 4), onorm::Rows(y, 1, 4)), onorm::Error);
+  EXPECT_THROW(onorm::check(ONORM_ERROR_DEVICE), onorm::Error);
+  EXPECT_NO_THROW(onorm::check(ONORM_OK));
+}
+
+TEST(CppApi, ContextMoveAndRelease) {
+  onorm::Context a(ONORM_BACKEND_CPU);
+  onorm_context raw = a.get();
+  ASSERT_NE(raw, nullptr);
+  onorm::Context b(std::move(a));
+  EXPECT_EQ(b.get(), raw);
+  EXPECT_FALSE(static_cast<bool>(a));
+  EXPECT_EQ(b.backend(), ONORM_BACKEND_CPU);
+  EXPECT_EQ(b.name().rfind("cpu", 0), 0u);
+  onorm::Context c(ONORM_BACKEND_CPU);
+  c = std::move(b);
+  EXPECT_EQ(c.get(), raw);
+  onorm::Context d = onorm::Context::adopt(c.release());
+  EXPECT_EQ(d.get(), raw);
+  EXPECT_EQ(c.get(), nullptr);
+  d.set_stream(nullptr);
+  d.synchronize();
+  EXPECT_FALSE(onorm::cpu_targets().empty());
+  EXPECT_EQ(onorm::device_count(ONORM_BACKEND_CPU), 1);
+  EXPECT_EQ(onorm::unavailable_reason(ONORM_BACKEND_CPU), "");
+}
+
+class CppApiOps : public ::testing::TestWithParam<onorm_backend> {};
+
+// Every op through the C++ layer on every backend, with device buffers, against the reference.
+TEST_P(CppApiOps, OpsThroughBuffers) {
+  onorm::Context ctx = [&]() -> onorm::Context {
+    try {
+      return onorm::Context(GetParam());
+    } catch (const onorm::Error& e) {
+      if (e.status() != ONORM_ERROR_BACKEND_UNAVAILABLE) throw;
+      return onorm::Context::adopt(nullptr);
+    }
+  }();
+  if (!ctx) GTEST_SKIP() << backend_name(GetParam()) << " unavailable";
+  ONORM_SEEDED_RNG(rng);
+  const int64_t rows = 5, cols = 300, stride = 301;
+  std::normal_distribution<double> nd(0.5, 2.0);
+  std::vector<onorm::bf16> hx(static_cast<size_t>(rows * stride));
+  for (auto& v : hx) onorm_ref::encode(nd(rng), &v.bits, ONORM_BF16, 0);
+  std::vector<onorm::bf16> hg(static_cast<size_t>(cols)), hb(static_cast<size_t>(cols));
+  for (auto& v : hg) onorm_ref::encode(1 + 0.3 * nd(rng), &v.bits, ONORM_BF16, 0);
+  for (auto& v : hb) onorm_ref::encode(nd(rng), &v.bits, ONORM_BF16, 0);
+  onorm::Buffer<onorm::bf16> x(ctx, hx.size()), g(ctx, hg.size()), b(ctx, hb.size());
+  onorm::Buffer<float> y(ctx, static_cast<size_t>(rows * cols)), mean(ctx, rows), rstd(ctx, rows);
+  x.upload(hx);
+  g.upload(hg);
+  b.upload(hb);
+  const onorm_rows xh{hx.data(), ONORM_BF16, rows, cols, stride};
+  for (Op op : all_ops()) {
+    SCOPED_TRACE(onorm_ref::op_name(op));
+    const onorm::Rows xr = x.rows(rows, cols, stride), yr = y.rows(rows, cols);
+    switch (op) {
+      case Op::softmax: ctx.softmax(xr, yr); break;
+      case Op::log_softmax: ctx.log_softmax(xr, yr); break;
+      case Op::layer_norm: ctx.layer_norm(xr, yr, g.data(), b.data(), 1e-5, mean.data(), rstd.data()); break;
+      case Op::rms_norm: ctx.rms_norm(xr, yr, g.data(), 1e-5, rstd.data()); break;
+    }
+    ctx.synchronize();
+    const std::vector<float> hy = y.download(), hm = mean.download(), hr = rstd.download();
+    const bool norm = op == Op::layer_norm || op == Op::rms_norm;
+    const onorm_ref::Result ref = onorm_ref::compute(op, xh, norm ? hg.data() : nullptr,
+                                                     op == Op::layer_norm ? hb.data() : nullptr, 1e-5);
+    const onorm_rows yh{const_cast<float*>(hy.data()), ONORM_F32, rows, cols, cols};
+    const onorm_ref::Report rep = onorm_ref::check(op, ref, yh, norm ? hg.data() : nullptr, ONORM_BF16,
+                                                   op == Op::layer_norm ? hm.data() : nullptr, norm ? hr.data() : nullptr);
+    EXPECT_TRUE(rep.ok()) << rep.describe();
+  }
+  // Buffer bounds are checked.
+  std::vector<float> too_many(static_cast<size_t>(rows * cols + 1));
+  EXPECT_THROW(y.upload(too_many), onorm::Error);
+  // Moving a buffer moves ownership.
+  onorm::Buffer<float> moved(std::move(y));
+  EXPECT_EQ(y.data(), nullptr);
+  EXPECT_EQ(moved.size(), static_cast<size_t>(rows * cols));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, CppApiOps, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace onorm_test

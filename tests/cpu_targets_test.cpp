@@ -1,0 +1,106 @@
+// Every Highway target the machine runs: onorm_cpu_targets() lists them; for each,
+// ONLINENORM_CPU_TARGET=<name> caps the CPU backend of contexts created afterwards, and a
+// representative subset of the suite must hold on that target.
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "common/op_case.hpp"
+
+namespace onorm_test {
+namespace {
+
+std::vector<std::string> targets() {
+  const int n = onorm_cpu_targets(nullptr, 0);
+  std::vector<const char*> names(static_cast<size_t>(std::max(n, 0)), nullptr);
+  const int m = onorm_cpu_targets(names.data(), n);
+  EXPECT_EQ(m, n);
+  std::vector<std::string> out;
+  for (const char* s : names) out.push_back(s ? s : "");
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+TEST(CpuTargets, ListIsWellFormed) {
+  const std::vector<std::string> t = targets();
+  ASSERT_GE(t.size(), 1u);
+  std::set<std::string> unique;
+  for (const std::string& s : t) {
+    EXPECT_FALSE(s.empty());
+    EXPECT_TRUE(unique.insert(s).second) << "listed twice: " << s;
+  }
+  // A smaller capacity writes only that many and still returns the total.
+  const char* one[1] = {nullptr};
+  const char* sentinel = "untouched";
+  const char* two[2] = {nullptr, sentinel};
+  EXPECT_EQ(onorm_cpu_targets(one, 1), static_cast<int>(t.size()));
+  EXPECT_EQ(std::string(one[0]), t[0]);
+  if (t.size() == 1) {
+    EXPECT_EQ(onorm_cpu_targets(two, 2), 1);
+    EXPECT_EQ(two[1], sentinel) << "wrote beyond the count";
+  }
+  EXPECT_EQ(onorm_cpu_targets(nullptr, 0), static_cast<int>(t.size()));
+}
+
+class EnvTarget {
+ public:
+  explicit EnvTarget(const std::string& v) {
+    if (const char* o = std::getenv("ONLINENORM_CPU_TARGET")) had_ = true, old_ = o;
+    setenv("ONLINENORM_CPU_TARGET", v.c_str(), 1);
+  }
+  ~EnvTarget() {
+    if (had_) setenv("ONLINENORM_CPU_TARGET", old_.c_str(), 1);
+    else unsetenv("ONLINENORM_CPU_TARGET");
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+void check_target(const std::string& target) {
+  SCOPED_TRACE("ONLINENORM_CPU_TARGET=" + target);
+  EnvTarget env(target);
+  ONORM_OPEN_OR_SKIP(ctx, ONORM_BACKEND_CPU);
+  const std::string name = onorm_backend_name(ctx);
+  EXPECT_NE(lower(name).find(lower(target)), std::string::npos) << "backend name '" << name << "' does not show the target";
+  ONORM_SEEDED_RNG(rng);
+  struct C {
+    Op op;
+    onorm_dtype in, out;
+  };
+  const C cases[] = {{Op::softmax, ONORM_F32, ONORM_F32},      {Op::softmax, ONORM_BF16, ONORM_BF16},
+                     {Op::log_softmax, ONORM_F16, ONORM_F32},   {Op::log_softmax, ONORM_F32, ONORM_F16},
+                     {Op::layer_norm, ONORM_F32, ONORM_F32},    {Op::layer_norm, ONORM_BF16, ONORM_F32},
+                     {Op::layer_norm, ONORM_F16, ONORM_F16},    {Op::rms_norm, ONORM_BF16, ONORM_BF16},
+                     {Op::rms_norm, ONORM_F32, ONORM_BF16},     {Op::softmax, ONORM_F64, ONORM_F32},
+                     {Op::layer_norm, ONORM_F64, ONORM_F64}};
+  for (const C& c : cases) {
+    for (int64_t cols : {1, 7, 33, 1025, 70001}) {
+      Layout L;
+      L.gamma = L.beta = L.mean = L.rstd = cols % 2 == 1;
+      L.x_offset = cols % 3 == 1 ? 1 : 0;
+      L.y_pad = 2;
+      EXPECT_TRUE(run_checked(ctx, c.op, c.in, c.out, 3, cols, L, rng));
+      if (::testing::Test::HasFailure()) return;
+    }
+    // Special values on this target too.
+    auto masked = [](int64_t r, int64_t c) { return r == 0 ? -HUGE_VAL : r == 1 && c == 5 ? std::nan("") : 0.01 * c; };
+    Layout L;
+    EXPECT_TRUE(run_checked(ctx, c.op, c.in, c.out, 3, 1031, L, rng, masked));
+  }
+}
+
+TEST(CpuTargets, RepresentativeSubsetOnEveryTarget) {
+  for (const std::string& t : targets()) {
+    check_target(t);
+    if (HasFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace onorm_test

@@ -1,0 +1,143 @@
+// Every op x input dtype x output dtype on every backend, over awkward widths, strides,
+// unaligned pointers, in-place runs, gamma/beta NULL and not, with the statistics outputs,
+// against the float64 reference and the contract's bounds. A dtype a backend may refuse
+// (F64 on a GPU) must be refused with UNSUPPORTED and nothing written.
+#include <tuple>
+
+#include "common/op_case.hpp"
+
+namespace onorm_test {
+namespace {
+
+using Param = std::tuple<onorm_backend, Op, onorm_dtype, onorm_dtype>;
+
+class OpsTest : public ::testing::TestWithParam<Param> {};
+
+// Layout variants, cycled over widths so that each width sees several of them.
+std::vector<Layout> layouts(Op op, onorm_dtype in, onorm_dtype out) {
+  std::vector<Layout> v;
+  Layout dense;  // stride == cols, aligned, no gamma/beta, no statistics
+  v.push_back(dense);
+  Layout padded;  // stride > cols, pointers one element off alignment, everything optional on
+  padded.x_pad = 3;
+  padded.y_pad = 5;
+  padded.x_offset = 1;
+  padded.y_offset = 1;
+  padded.gamma = padded.beta = padded.mean = padded.rstd = true;
+  v.push_back(padded);
+  Layout odd;  // odd offsets of several elements, gamma without beta, rstd only
+  odd.x_pad = 1;
+  odd.y_pad = 0;
+  odd.x_offset = 3;
+  odd.y_offset = 7;
+  odd.gamma = true;
+  odd.rstd = true;
+  odd.eps = 0.25;
+  v.push_back(odd);
+  if (esize(in) == esize(out)) {
+    Layout inplace;
+    inplace.in_place = true;
+    inplace.x_pad = 2;
+    inplace.x_offset = 1;
+    inplace.beta = true;  // beta without gamma
+    inplace.mean = true;
+    v.push_back(inplace);
+    Layout inplace_dense;
+    inplace_dense.in_place = true;
+    inplace_dense.gamma = inplace_dense.beta = inplace_dense.mean = inplace_dense.rstd = true;
+    v.push_back(inplace_dense);
+  }
+  (void)op;
+  return v;
+}
+
+TEST_P(OpsTest, MatchesReference) {
+  const auto [backend, op, in, out] = GetParam();
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  ONORM_SEEDED_RNG(rng);
+
+  if (!contract_supports(backend, in) || !contract_supports(backend, out)) {
+    // The contract lets this backend refuse the dtype: it must say UNSUPPORTED and write nothing.
+    Tensor x(ctx, in, 2, 9), y(ctx, out, 2, 9);
+    x.fill([](int64_t r, int64_t c) { return 0.5 * r - 0.25 * c; });
+    y.poison();
+    const std::vector<unsigned char> x_before = x.image(), y_before = y.image();
+    OpArgs a;
+    EXPECT_EQ(run_op(ctx, op, x.dev_rows(), y.dev_rows(), a), ONORM_ERROR_UNSUPPORTED);
+    EXPECT_STRNE(onorm_last_error(), "");
+    onorm_synchronize(ctx);
+    x.download();
+    y.download();
+    EXPECT_TRUE(x.same_image(x_before, "x"));
+    EXPECT_TRUE(y.same_image(y_before, "y"));
+    return;
+  }
+
+  struct Width {
+    int64_t cols, rows;
+  };
+  const Width widths[] = {{1, 7}, {3, 5}, {127, 4}, {1025, 3}, {65537, 2}};
+  const std::vector<Layout> ls = layouts(op, in, out);
+  for (const Width& w : widths) {
+    for (const Layout& L : ls) {
+      EXPECT_TRUE(run_checked(ctx, op, in, out, w.rows, w.cols, L, rng));
+      if (HasFailure()) return;  // one clear failure, not hundreds
+    }
+  }
+}
+
+// A handful of extra shapes around powers of two and vector widths.
+TEST_P(OpsTest, WidthsAroundPowersOfTwo) {
+  const auto [backend, op, in, out] = GetParam();
+  if (!contract_supports(backend, in) || !contract_supports(backend, out)) GTEST_SKIP() << "covered by MatchesReference";
+  if (in != out && !(in == ONORM_BF16 && out == ONORM_F32)) GTEST_SKIP() << "only same-dtype and bf16->f32 here";
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  ONORM_SEEDED_RNG(rng);
+  for (int64_t cols : {2, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 1023, 1024, 2047, 2048, 2049,
+                       4095, 4096, 4097, 8191, 8193, 16384, 32769}) {
+    Layout L;
+    L.gamma = L.beta = L.mean = L.rstd = (cols % 2) == 1;
+    L.y_pad = cols % 3;
+    EXPECT_TRUE(run_checked(ctx, op, in, out, 3, cols, L, rng));
+    if (HasFailure()) return;
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto [b, op, in, out] = info.param;
+  return std::string(backend_name(b)) + "_" + onorm_ref::op_name(op) + "_" + dtype_name(in) + "_" + dtype_name(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, OpsTest,
+                         ::testing::Combine(::testing::ValuesIn(all_backends()), ::testing::ValuesIn(all_ops()),
+                                            ::testing::ValuesIn(float_dtypes()), ::testing::ValuesIn(float_dtypes())),
+                         param_name);
+
+// Rows longer than 2^24: statistics count in 64 bits and merge pairwise, so the bound holds.
+// One row only (the sanitizer build runs this too).
+class LongRowTest : public ::testing::TestWithParam<onorm_backend> {};
+
+TEST_P(LongRowTest, BeyondTwoToTheTwentyFour) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  const int64_t cols = (int64_t{1} << 24) + 77;
+  struct Case {
+    Op op;
+    onorm_dtype dt;
+  };
+  const Case cases[] = {{Op::softmax, ONORM_F32},    {Op::log_softmax, ONORM_F32}, {Op::layer_norm, ONORM_F32},
+                        {Op::rms_norm, ONORM_F32},   {Op::softmax, ONORM_BF16},    {Op::layer_norm, ONORM_BF16}};
+  for (const Case& c : cases) {
+    Layout L;
+    L.mean = L.rstd = true;
+    // An offset mean makes a single running f32 sum drift visibly; values stay representable.
+    const double center = c.op == Op::layer_norm ? 3.0 : 0.0;
+    std::normal_distribution<double> nd(center, 1.0);
+    EXPECT_TRUE(run_checked(ctx, c.op, c.dt, c.dt, 1, cols, L, rng, [&](int64_t, int64_t) { return nd(rng); }));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, LongRowTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace onorm_test

@@ -1,0 +1,161 @@
+// The contract's special values on every backend: masked (all -inf) rows, NaN anywhere,
+// +inf in softmax rows, values near FLT_MAX, LayerNorm at a large offset. Each runs in a
+// batch next to ordinary rows (which must stay unaffected) and at widths that reach the
+// short-row, block-per-row and split-row paths.
+#include <cmath>
+#include <limits>
+
+#include "common/op_case.hpp"
+
+namespace onorm_test {
+namespace {
+
+using Param = std::tuple<onorm_backend, onorm_dtype>;
+class SpecialValues : public ::testing::TestWithParam<Param> {};
+
+const double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const int64_t kWidths[] = {1, 5, 127, 4099, 70001};
+
+// Runs op over rows made by gen, checks against the reference (which encodes the contract's
+// special-value rules: NaN rows must be NaN, -inf must be exactly -inf, ...).
+void run(onorm_context ctx, Op op, onorm_dtype dt, int64_t rows, int64_t cols, const Generator& gen,
+         std::mt19937_64& rng, int out_dtype = -1) {
+  // Default output: f32 (f64 for f64 input).
+  const onorm_dtype out = out_dtype >= 0 ? static_cast<onorm_dtype>(out_dtype) : dt == ONORM_F64 ? ONORM_F64 : ONORM_F32;
+  for (bool stats : {false, true}) {
+    Layout L;
+    L.gamma = L.beta = L.mean = L.rstd = stats;
+    L.y_pad = stats ? 3 : 0;
+    EXPECT_TRUE(run_checked(ctx, op, dt, out, rows, cols, L, rng, gen));
+  }
+}
+
+TEST_P(SpecialValues, AllNegativeInfinityRows) {
+  const auto [backend, dt] = GetParam();
+  if (!contract_supports(backend, dt)) GTEST_SKIP() << "dtype not taken by this backend";
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  ONORM_SEEDED_RNG(rng);
+  std::normal_distribution<double> nd(0, 2);
+  for (int64_t cols : kWidths) {
+    // Rows 0 and 2 are masked; rows 1 and 3 ordinary.
+    auto gen = [&](int64_t r, int64_t) { return r % 2 == 0 ? -kInf : nd(rng); };
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      run(ctx, op, dt, 4, cols, gen, rng);
+      run(ctx, op, dt, 4, cols, gen, rng, dt);  // output in the input dtype too
+    }
+    // Partially masked: -inf entries give exactly 0 / -inf, the rest normalizes over the others.
+    auto partial = [&](int64_t, int64_t c) { return c % 3 == 1 ? -kInf : nd(rng); };
+    run(ctx, Op::softmax, dt, 3, cols, partial, rng);
+    run(ctx, Op::log_softmax, dt, 3, cols, partial, rng);
+    if (HasFailure()) return;
+  }
+}
+
+TEST_P(SpecialValues, NanAnywhereMakesTheRowNaN) {
+  const auto [backend, dt] = GetParam();
+  if (!contract_supports(backend, dt)) GTEST_SKIP() << "dtype not taken by this backend";
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  ONORM_SEEDED_RNG(rng);
+  std::normal_distribution<double> nd(0, 2);
+  for (int64_t cols : kWidths) {
+    // Row 0: NaN first; row 1: clean; row 2: NaN last; row 3: NaN in the middle; row 4: NaN and -inf.
+    auto gen = [&](int64_t r, int64_t c) {
+      if (r == 0 && c == 0) return kNaN;
+      if (r == 2 && c == cols - 1) return kNaN;
+      if (r == 3 && c == cols / 2) return kNaN;
+      if (r == 4) return c == cols / 3 ? kNaN : -kInf;
+      return nd(rng);
+    };
+    for (Op op : all_ops()) run(ctx, op, dt, 5, cols, gen, rng);
+    if (HasFailure()) return;
+  }
+}
+
+TEST_P(SpecialValues, PositiveInfinityMakesSoftmaxRowNaN) {
+  const auto [backend, dt] = GetParam();
+  if (!contract_supports(backend, dt)) GTEST_SKIP() << "dtype not taken by this backend";
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  ONORM_SEEDED_RNG(rng);
+  std::normal_distribution<double> nd(0, 2);
+  for (int64_t cols : kWidths) {
+    auto gen = [&](int64_t r, int64_t c) {
+      if (r == 0 && c == cols - 1) return kInf;
+      if (r == 2) return c == 0 ? kInf : -kInf;
+      return nd(rng);
+    };
+    run(ctx, Op::softmax, dt, 3, cols, gen, rng);
+    run(ctx, Op::log_softmax, dt, 3, cols, gen, rng);
+    if (HasFailure()) return;
+  }
+}
+
+// Finite inputs never overflow inside: softmax of values near the format's largest finite value.
+TEST_P(SpecialValues, NearLargestFiniteSoftmaxIsExact) {
+  const auto [backend, dt] = GetParam();
+  if (!contract_supports(backend, dt)) GTEST_SKIP() << "dtype not taken by this backend";
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  ONORM_SEEDED_RNG(rng);
+  // The largest finite value of the input format and its ulp there.
+  double big = static_cast<double>(std::numeric_limits<float>::max()), ulp = std::ldexp(1.0, 104);
+  if (dt == ONORM_F16) big = 65504.0, ulp = 32.0;
+  if (dt == ONORM_BF16) big = std::ldexp(255.0, 120), ulp = std::ldexp(1.0, 120);
+  if (dt == ONORM_F64) big = std::numeric_limits<double>::max(), ulp = std::ldexp(1.0, 971);
+  std::uniform_int_distribution<int> units(0, 2);
+  for (int64_t cols : kWidths) {
+    // Row 0: all within two ulps of +big (ties at the max share the mass); row 1: near -big;
+    // row 2: +big and `low` alternating. For log_softmax low is 0: with -big the exact output
+    // (-2 big) is beyond every format's range.
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      const double low = op == Op::softmax ? -big : 0.0;
+      auto gen = [&](int64_t r, int64_t c) {
+        const double spread = ulp * units(rng);
+        if (r == 0) return big - spread;
+        if (r == 1) return -big + spread;
+        return c % 2 ? big - spread : low;
+      };
+      run(ctx, op, dt, 3, cols, gen, rng);
+    }
+    if (HasFailure()) return;
+  }
+}
+
+// LayerNorm of 1e4 + N(0,1) keeps its variance; RMSNorm of large values keeps its scale.
+TEST_P(SpecialValues, LayerNormAtLargeOffset) {
+  const auto [backend, dt] = GetParam();
+  if (!contract_supports(backend, dt)) GTEST_SKIP() << "dtype not taken by this backend";
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  ONORM_SEEDED_RNG(rng);
+  // f16 cannot hold 1e4 + N(0,1) with any resolution (ulp 8): use 1e3 + N(0, 8) there.
+  const double center = dt == ONORM_F16 ? 1e3 : 1e4, scale = dt == ONORM_F16 ? 8.0 : dt == ONORM_BF16 ? 64.0 : 1.0;
+  std::normal_distribution<double> nd(center, scale);
+  for (int64_t cols : kWidths) {
+    if (cols < 3) continue;
+    run(ctx, Op::layer_norm, dt, 3, cols, [&](int64_t, int64_t) { return nd(rng); }, rng);
+    run(ctx, Op::rms_norm, dt, 3, cols, [&](int64_t, int64_t) { return nd(rng); }, rng);
+    if (HasFailure()) return;
+  }
+}
+
+// Constant rows: variance exactly 0, LayerNorm gives beta (rstd = 1/sqrt(eps)).
+TEST_P(SpecialValues, ConstantRows) {
+  const auto [backend, dt] = GetParam();
+  if (!contract_supports(backend, dt)) GTEST_SKIP() << "dtype not taken by this backend";
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  ONORM_SEEDED_RNG(rng);
+  for (int64_t cols : kWidths) {
+    auto gen = [&](int64_t r, int64_t) { return r == 0 ? 0.0 : r == 1 ? 3.0 : -1.5; };
+    for (Op op : all_ops()) run(ctx, op, dt, 3, cols, gen, rng);
+    if (HasFailure()) return;
+  }
+}
+
+std::string name(const ::testing::TestParamInfo<Param>& info) {
+  return std::string(backend_name(std::get<0>(info.param))) + "_" + dtype_name(std::get<1>(info.param));
+}
+INSTANTIATE_TEST_SUITE_P(All, SpecialValues,
+                         ::testing::Combine(::testing::ValuesIn(all_backends()), ::testing::ValuesIn(float_dtypes())),
+                         name);
+
+}  // namespace
+}  // namespace onorm_test
