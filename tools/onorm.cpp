@@ -389,9 +389,9 @@ int cmd_run(int argc, char** argv) {
   const double gbps = p.moved_bytes() / out.timing.median_s / 1e9;
   std::printf("%s on %s (%s), input %s seed %llu\n", shape_text(p).c_str(), spec.label().c_str(),
               out.device.c_str(), dist_name(dist), static_cast<unsigned long long>(seed));
-  std::printf("time       %.4f ms (median of %d samples, %d call%s each)\n", out.timing.median_s * 1e3,
+  std::printf("time       %.6g ms (median of %d samples, %d call%s each)\n", out.timing.median_s * 1e3,
               out.timing.samples, out.timing.batch, out.timing.batch == 1 ? "" : "s");
-  std::printf("bandwidth  %.2f GB/s (x read + y written once: %.3f MB)\n", gbps, p.moved_bytes() / 1e6);
+  std::printf("bandwidth  %.6g GB/s (x read + y written once: %.3f MB)\n", gbps, p.moved_bytes() / 1e6);
   std::printf("max error  abs %s  rel %s  ulp(%s) %s\n", fmt_sci(out.report.max_abs).c_str(),
               fmt_sci(out.report.max_rel).c_str(), dtype_name(p.out), fmt_fixed(out.report.max_ulp, 2).c_str());
   std::printf("bound      %s: %s\n", out.report.ok() ? "holds" : "VIOLATED", out.report.describe().c_str());
@@ -523,7 +523,7 @@ int cmd_compare(int argc, char** argv) {
   table.push_back(head);
   for (size_t i = 0; i < outs.size(); ++i) {
     const Outcome& oc = outs[i];
-    std::vector<std::string> r = {oc.label, oc.device, fmt_fixed(oc.timing.median_s * 1e3, 4), fmt_fixed(oc.gbps, 2),
+    std::vector<std::string> r = {oc.label, oc.device, fmt_sig(oc.timing.median_s * 1e3, 4), fmt_sig(oc.gbps, 4),
                                   fmt_sci(oc.report.max_abs), fmt_sci(oc.report.max_rel),
                                   fmt_fixed(oc.report.max_ulp, 2), bound_text(oc.report)};
     for (size_t j = 0; j < outs.size(); ++j) r.push_back(i == j ? "-" : std::to_string(diff[i][j]));
@@ -675,9 +675,12 @@ void plot_png(const std::string& json_path, const std::string& png_path) {
     }
   if (script.empty()) throw ToolError("--png: plot_bench.py not found beside onorm (set ONORM_PLOT_SCRIPT)");
   std::vector<std::string> pythons;
-  if (const char* py = std::getenv("ONORM_PYTHON")) pythons.push_back(py);
-  pythons.push_back("python3");
-  pythons.push_back("/usr/bin/python3");
+  if (const char* py = std::getenv("ONORM_PYTHON")) {
+    pythons.push_back(py);  // only that one when set
+  } else {
+    pythons.push_back("python3");
+    pythons.push_back("/usr/bin/python3");
+  }
   std::string python;
   bool any_python = false;
   for (const std::string& py : pythons) {
@@ -856,7 +859,7 @@ int cmd_bench(int argc, char** argv) {
   for (const BenchCase& c : cases) {
     if (!c.done) continue;
     table.push_back({onorm_ref::op_name(c.op), dtype_name(c.dtype), std::to_string(c.cols), std::to_string(c.rows),
-                     fmt_fixed(c.t.median_s * 1e3, 4), fmt_fixed(c.gbps, 2),
+                     fmt_sig(c.t.median_s * 1e3, 4), fmt_sig(c.gbps, 4),
                      fmt_fixed(copy_gbps > 0 ? 100.0 * c.gbps / copy_gbps : 0.0, 1)});
   }
   print_table(table);

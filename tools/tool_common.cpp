@@ -511,6 +511,14 @@ std::string fmt_sci(double v) {
   return buf;
 }
 
+std::string fmt_sig(double v, int digits) {
+  if (!std::isfinite(v)) return fmt_sci(v);
+  char buf[64];
+  if (std::fabs(v) >= std::pow(10.0, digits)) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
 std::string fmt_fixed(double v, int digits) {
   if (!std::isfinite(v)) return fmt_sci(v);
   char buf[64];

@@ -156,5 +156,6 @@ void write_text_file(const std::string& path, const std::string& text);
 // Formats a number for tables: "1.23e-07", "0", "inf".
 std::string fmt_sci(double v);
 std::string fmt_fixed(double v, int digits);
+std::string fmt_sig(double v, int digits);  // significant digits: "0.004127", "1234"
 
 }  // namespace onorm_tool

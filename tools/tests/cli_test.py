@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the onorm command line on the CPU backend.
+
+usage: cli_test.py ONORM_EXECUTABLE TEST_NAME [WORK_DIR]
+Test names: compare_table, bound_violation, json_schema, npy_input, usage_errors, bench,
+bench_interrupt, bench_png, run, info. Uses only the Python standard library.
+"""
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ONORM = None
+WORK = None
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def onorm(*args, env=None, expect=None):
+    e = dict(os.environ)
+    e.pop("ONLINENORM_BACKEND", None)
+    if env:
+        e.update(env)
+    p = subprocess.run([ONORM] + [str(a) for a in args], capture_output=True, text=True, env=e, timeout=300)
+    if expect is not None and p.returncode != expect:
+        raise Failure("onorm %s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s"
+                      % (" ".join(map(str, args)), p.returncode, expect, p.stdout, p.stderr))
+    return p
+
+
+def parse_table(stdout):
+    """The compare table: a header line, a dashed rule, one line per backend.
+    Columns are separated by two or more spaces (cells never contain two spaces)."""
+    lines = stdout.splitlines()
+    rule = next(i for i, l in enumerate(lines) if l and set(l) == {"-"})
+    import re
+    split = lambda l: re.split(r"  +", l.strip())
+    head = split(lines[rule - 1])
+    rows = []
+    for l in lines[rule + 1:]:
+        if not l.strip() or ":" in l.split("  ")[0]:
+            break
+        cells = split(l)
+        check(len(cells) == len(head), "table row %r has %d cells, header %d" % (l, len(cells), len(head)))
+        rows.append(dict(zip(head, cells)))
+    return head, rows
+
+
+def npy_bytes(descr, shape, payload, fortran=False, major=1):
+    shape_txt = "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    d = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, "True" if fortran else "False", shape_txt)
+    pre = 10 if major == 1 else 12
+    total = pre + len(d) + 1
+    d += " " * ((total + 63) // 64 * 64 - total) + "\n"
+    head = b"\x93NUMPY" + bytes([major, 0])
+    head += struct.pack("<H", len(d)) if major == 1 else struct.pack("<I", len(d))
+    return head + d.encode() + payload
+
+
+def write(name, data):
+    path = os.path.join(WORK, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+# ----------------------------------------------------------------------------- tests
+
+def test_compare_table():
+    for op in ["softmax", "log_softmax", "layer_norm", "rms_norm"]:
+        for dt in ["f32", "bf16"]:
+            p = onorm("compare", "--op", op, "--rows", 37, "--cols", 300, "--dtype", dt,
+                      "--backends", "cpu,cpu", "--iters", 2, expect=0)
+            head, rows = parse_table(p.stdout)
+            check(head[:8] == ["backend", "device", "time_ms", "GB/s", "max_abs", "max_rel", "max_ulp", "bound"],
+                  "header: %r" % head)
+            check(head[8:] == ["!=cpu", "!=cpu#2"], "pair columns: %r" % head)
+            check([r["backend"] for r in rows] == ["cpu", "cpu#2"], "rows: %r" % rows)
+            for r in rows:
+                check(r["device"].startswith("cpu"), "device %r" % r["device"])
+                check(float(r["time_ms"]) > 0 and float(r["GB/s"]) > 0, "timing %r" % r)
+                check(r["bound"] == "ok", "bound %r" % r)
+                # within the bound, yet not the float64 answer bit for bit (rounding shows)
+                check(0 < float(r["max_ulp"]) < 1e5, "max_ulp %r" % r)
+                check(float(r["max_abs"]) >= 0 and float(r["max_rel"]) >= 0, "errors %r" % r)
+            check(rows[0]["!=cpu#2"] == "0" and rows[1]["!=cpu"] == "0", "cpu is not deterministic? %r" % rows)
+            check(rows[0]["!=cpu"] == "-", "diagonal %r" % rows)
+            check("%s 37x300 %s -> %s" % (op, dt, dt) in p.stdout.splitlines()[0], p.stdout.splitlines()[0])
+    # out-dtype differs from the input dtype
+    p = onorm("compare", "--op", "softmax", "--rows", 8, "--cols", 64, "--dtype", "bf16", "--out-dtype", "f32",
+              "--backends", "cpu", "--iters", 1, expect=0)
+    check("bf16 -> f32" in p.stdout, p.stdout)
+    # the presets run and produce a table (special values are judged by the reference rules)
+    for dist in ["uniform", "large-offset", "special"]:
+        p = onorm("compare", "--op", "softmax", "--rows", 16, "--cols", 100, "--dist", dist, "--backends", "cpu",
+                  "--iters", 1)
+        check(p.returncode in (0, 3), "dist %s exit %d: %s" % (dist, p.returncode, p.stderr))
+        _, rows = parse_table(p.stdout)
+        check(len(rows) == 1, "dist %s: %r" % (dist, rows))
+
+
+def test_bound_violation():
+    base = ["compare", "--op", "softmax", "--rows", 16, "--cols", 256, "--backends", "cpu,cpu", "--iters", 1]
+    # one ulp: bitwise different, still within the bound
+    p = onorm(*base, "--perturb-ulps", "1@cpu#2", expect=0)
+    _, rows = parse_table(p.stdout)
+    check(rows[0]["!=cpu#2"] == "1" and rows[1]["!=cpu"] == "1", "1-ulp perturbation not counted: %r" % rows)
+    check(rows[1]["bound"] == "ok", rows)
+    # far outside the bound: exit 3, FAIL in the table, a message naming the element
+    p = onorm(*base, "--perturb-ulps", "100000@cpu#2", "--json", os.path.join(WORK, "viol.json"), expect=3)
+    _, rows = parse_table(p.stdout)
+    check(rows[0]["bound"] == "ok" and rows[1]["bound"] == "FAIL(1)", rows)
+    check(float(rows[1]["max_ulp"]) >= 100000 * 0.99, rows)
+    check("cpu#2: bound VIOLATED" in p.stdout, p.stdout)
+    j = json.load(open(os.path.join(WORK, "viol.json")))
+    check(j["bound_ok"] is False and j["backends"][1]["bound_ok"] is False and j["backends"][0]["bound_ok"], j)
+    check(j["backends"][1]["violations"] == 1 and j["backends"][1]["first_violation"]["what"] == "y", j)
+    check(j["pairs"] == [{"a": "cpu", "b": "cpu#2", "differing_elements": 1}], j["pairs"])
+    # the default target is the first backend; other dtypes and ops
+    for op, dt in [("layer_norm", "bf16"), ("rms_norm", "f16"), ("log_softmax", "f32")]:
+        p = onorm("compare", "--op", op, "--rows", 8, "--cols", 128, "--dtype", dt, "--backends", "cpu",
+                  "--iters", 1, "--perturb-ulps", 5000, expect=3)
+        check("FAIL(1)" in p.stdout, p.stdout)
+    # run too
+    onorm("run", "--op", "softmax", "--rows", 8, "--cols", 128, "--backend", "cpu", "--iters", 1,
+          "--perturb-ulps", 100000, expect=3)
+    p = onorm("compare", "--op", "softmax", "--rows", 8, "--cols", 128, "--backends", "cpu", "--iters", 1,
+              "--perturb-ulps", "5@cuda:7", expect=2)
+
+
+def validate_compare_json(j, nbackends):
+    def typed(obj, key, types):
+        check(key in obj, "missing key %r in %r" % (key, list(obj)))
+        v = obj[key]
+        ok = isinstance(v, bool) if types is bool else (isinstance(v, types) and not isinstance(v, bool))
+        check(ok, "key %r has %r" % (key, v))
+    num = (int, float)
+    check(j["schema"] == "onorm-compare/1", j.get("schema"))
+    for k, t in [("version", str), ("op", str), ("rows", int), ("cols", int), ("dtype", str), ("out_dtype", str),
+                 ("eps", num), ("input", dict), ("backends", list), ("pairs", list), ("bound_ok", bool)]:
+        typed(j, k, t)
+    check(j["input"]["source"] in ("generated", "file"), j["input"])
+    check(len(j["backends"]) == nbackends, j["backends"])
+    labels = [b["label"] for b in j["backends"]]
+    for b in j["backends"]:
+        for k, t in [("label", str), ("backend", str), ("device_index", int), ("device", str), ("time_ms", num),
+                     ("samples", int), ("calls_per_sample", int), ("bytes_moved", num), ("gbps", num),
+                     ("max_abs_err", num), ("max_rel_err", num), ("max_ulp_err", num), ("checked", int),
+                     ("violations", int), ("bound_ok", bool), ("bitwise_diff", dict)]:
+            typed(b, k, t)
+        check(b["backend"] in ("cpu", "cuda", "hip"), b)
+        check(set(b["bitwise_diff"]) == set(labels) - {b["label"]}, b["bitwise_diff"])
+        check((b["first_violation"] is None) == b["bound_ok"], b)
+        check(b["checked"] >= j["rows"] * j["cols"], b)
+    check(len(j["pairs"]) == nbackends * (nbackends - 1) // 2, j["pairs"])
+    check(j["bound_ok"] == all(b["bound_ok"] for b in j["backends"]), j)
+
+
+def test_json_schema():
+    out = os.path.join(WORK, "cmp.json")
+    p = onorm("compare", "--op", "layer_norm", "--rows", 20, "--cols", 500, "--dtype", "f16", "--backends",
+              "cpu,cpu,cpu", "--iters", 1, "--json", out, expect=0)
+    raw = open(out).read()
+    j = json.loads(raw)
+    # strict JSON: no NaN/Infinity tokens
+    json.loads(raw, parse_constant=lambda c: (_ for _ in ()).throw(Failure("non-standard constant " + c)))
+    r = subprocess.run([sys.executable, "-m", "json.tool", out], capture_output=True)
+    check(r.returncode == 0, r.stderr)
+    validate_compare_json(j, 3)
+    check(j["op"] == "layer_norm" and j["rows"] == 20 and j["cols"] == 500 and j["dtype"] == "f16", j)
+    check(j["input"] == {"source": "generated", "dist": "normal", "seed": 1}, j["input"])
+    # the table and the JSON say the same
+    _, rows = parse_table(p.stdout)
+    for row, b in zip(rows, j["backends"]):
+        check(row["backend"] == b["label"], (row, b))
+        check(abs(float(row["max_ulp"]) - b["max_ulp_err"]) <= 0.006, (row, b))
+    # special values: errors that are not finite appear as null, the file stays strict JSON
+    out2 = os.path.join(WORK, "cmp_special.json")
+    p = onorm("compare", "--op", "softmax", "--rows", 16, "--cols", 64, "--dist", "special", "--backends", "cpu",
+              "--iters", 1, "--json", out2)
+    check(p.returncode in (0, 3), p.stderr)
+    raw = open(out2).read()
+    json.loads(raw, parse_constant=lambda c: (_ for _ in ()).throw(Failure("non-standard constant " + c)))
+    validate_compare_json(json.loads(raw), 1)
+
+
+def test_npy_input():
+    import array
+    rows, cols = 6, 50
+    vals = array.array("f", [((i * 37) % 101) / 17.0 - 3.0 for i in range(rows * cols)])
+    f32 = write("x_f32.npy", npy_bytes("<f4", (rows, cols), vals.tobytes()))
+    p = onorm("compare", "--op", "softmax", "--input", f32, "--backends", "cpu", "--iters", 1,
+              "--json", os.path.join(WORK, "in.json"), expect=0)
+    check("softmax 6x50 f32 -> f32" in p.stdout, p.stdout)
+    j = json.load(open(os.path.join(WORK, "in.json")))
+    check(j["input"]["source"] == "file" and j["input"]["path"] == f32, j["input"])
+    # the same values generate the same result whatever the header version
+    f32v2 = write("x_f32_v2.npy", npy_bytes("<f4", (rows, cols), vals.tobytes(), major=2))
+    onorm("compare", "--op", "rms_norm", "--input", f32v2, "--backends", "cpu", "--iters", 1, expect=0)
+    # float16 file, float64 file rounded to f32 and bf16, bf16 bits as uint16
+    f16 = write("x_f16.npy", npy_bytes("<f2", (rows, cols), struct.pack("<%de" % (rows * cols), *vals)))
+    p = onorm("compare", "--op", "layer_norm", "--input", f16, "--backends", "cpu", "--iters", 1, expect=0)
+    check("f16 -> f16" in p.stdout, p.stdout)
+    f64 = write("x_f64.npy", npy_bytes("<f8", (rows, cols), struct.pack("<%dd" % (rows * cols), *vals)))
+    p = onorm("compare", "--op", "softmax", "--input", f64, "--dtype", "bf16", "--backends", "cpu", "--iters", 1,
+              expect=0)
+    check("bf16 -> bf16" in p.stdout, p.stdout)
+    p = onorm("compare", "--op", "softmax", "--input", f64, "--backends", "cpu", "--iters", 1, expect=0)
+    check("f64 -> f64" in p.stdout, p.stdout)
+    bf = struct.pack("<%dH" % (rows * cols), *[struct.unpack("<I", struct.pack("<f", v))[0] >> 16 for v in vals])
+    u16 = write("x_bf16.npy", npy_bytes("<u2", (rows, cols), bf))
+    onorm("compare", "--op", "softmax", "--input", u16, "--dtype", "bf16", "--backends", "cpu", "--iters", 1,
+          expect=0)
+    # --rows/--cols that agree are fine
+    onorm("compare", "--op", "softmax", "--input", f32, "--rows", rows, "--cols", cols, "--backends", "cpu",
+          "--iters", 1, expect=0)
+
+    good = npy_bytes("<f4", (rows, cols), vals.tobytes())
+    errors = {
+        "uint16 without --dtype bf16": (u16, [], "bf16"),
+        "f32 file read as f16": (f32, ["--dtype", "f16"], "only float64"),
+        "rows mismatch": (f32, ["--rows", 7], "rows"),
+        "cols mismatch": (f32, ["--cols", 49], "cols"),
+        "missing file": (os.path.join(WORK, "nope.npy"), [], "cannot open"),
+        "truncated": (write("trunc.npy", good[:-3]), [], "truncated"),
+        "truncated header": (write("trunc_head.npy", good[:40]), [], "truncated"),
+        "extra bytes": (write("extra.npy", good + b"\0\0\0\0"), [], "beyond"),
+        "bad magic": (write("magic.npy", b"\x93NUMPZ" + good[6:]), [], "magic"),
+        "not npy": (write("text.npy", b"hello world, not an array\n"), [], "magic"),
+        "empty file": (write("empty.npy", b""), [], "preamble"),
+        "3-d": (write("x3.npy", npy_bytes("<f4", (2, 3, 50), vals.tobytes())), [], "2-D"),
+        "1-d": (write("x1.npy", npy_bytes("<f4", (300,), vals.tobytes())), [], "2-D"),
+        "zero rows": (write("x0.npy", npy_bytes("<f4", (0, 50), b"")), [], "empty"),
+        "fortran": (write("xf.npy", npy_bytes("<f4", (rows, cols), vals.tobytes(), fortran=True)), [], "Fortran"),
+        "big endian": (write("xbe.npy", npy_bytes(">f4", (rows, cols), vals.tobytes())), [], "big-endian"),
+        "int32": (write("xi.npy", npy_bytes("<i4", (rows, cols), vals.tobytes())), [], "not float32"),
+        "complex": (write("xc.npy", npy_bytes("<c8", (rows, cols // 2), vals.tobytes())), [], "dtype"),
+        "huge shape": (write("xh.npy", npy_bytes("<f4", (2 ** 40, 2 ** 40), vals.tobytes())), [], "large"),
+        "shape mismatch": (write("xm.npy", npy_bytes("<f4", (rows, cols + 1), vals.tobytes())), [], "truncated"),
+        "bad dict": (write("xd.npy", good.replace(b"'shape'", b"'shapf'")), [], "unexpected key"),
+    }
+    for name, (path, extra, needle) in errors.items():
+        p = onorm("compare", "--op", "softmax", "--input", path, *extra, "--backends", "cpu", "--iters", 1)
+        check(p.returncode == 1, "%s: exit %d (want 1)\n%s%s" % (name, p.returncode, p.stdout, p.stderr))
+        check(needle in p.stderr and p.stderr.startswith("onorm: error:"), "%s: message %r" % (name, p.stderr))
+    # --input and --dist exclude each other (usage)
+    onorm("compare", "--op", "softmax", "--input", f32, "--dist", "normal", expect=2)
+
+
+def test_usage_errors():
+    cases = [
+        ([], "missing command"),
+        (["frobnicate"], "unknown command"),
+        (["compare", "--op", "softmax", "--rows", "4", "--cols", "8", "--bogus"], "unknown option '--bogus'"),
+        (["compare", "--op", "softmax", "--rows", "4", "--cols"], "needs a value"),
+        (["compare", "--op", "softmax", "--rows", "4x", "--cols", "8"], "not an integer"),
+        (["compare", "--op", "softmax", "--rows", "0", "--cols", "8"], "outside"),
+        (["compare", "--op", "softmax", "--rows", "-4", "--cols", "8"], "outside"),
+        (["compare", "--op", "softmax", "--rows", "99999999999999999999", "--cols", "8"], "not an integer"),
+        (["compare", "--op", "softmax", "--rows", "4"], "missing --cols"),
+        (["compare", "--rows", "4", "--cols", "8"], "missing --op"),
+        (["compare", "--op", "softmaxx", "--rows", "4", "--cols", "8"], "unknown op"),
+        (["compare", "--op", "softmax", "--rows", "4", "--cols", "8", "--dtype", "f8"], "unknown dtype"),
+        (["compare", "--op", "softmax", "--rows", "4", "--cols", "8", "--out-dtype", "half"], "unknown dtype"),
+        (["compare", "--op", "softmax", "--rows", "4", "--cols", "8", "--backends", "cpu,tpu"], "unknown backend"),
+        (["compare", "--op", "softmax", "--rows", "4", "--cols", "8", "--backends", "cuda:x"], "unknown backend"),
+        (["compare", "--op", "softmax", "--rows", "4", "--cols", "8", "--dist", "cauchy"], "unknown distribution"),
+        (["compare", "--op", "softmax", "--rows", "4", "--cols", "8", "--eps", "nan"], "not a finite number"),
+        (["compare", "--op", "softmax", "--rows", "4", "--cols", "8", "--eps", "-1"], "must be >= 0"),
+        (["compare", "--op", "softmax", "--rows", "4", "--rows", "4", "--cols", "8"], "given twice"),
+        (["compare", "stray"], "unexpected argument"),
+        (["run", "--op", "softmax", "--rows", "4", "--cols", "8", "--iters", "0"], "outside"),
+        (["run", "--op", "softmax", "--rows", "4", "--cols", "8", "--backend", "gpu"], "unknown backend"),
+        (["run", "--op", "softmax", "--rows", "4", "--cols", "8", "--help=yes"], "takes no value"),
+        (["bench", "--ops", "softmax,nope"], "unknown op"),
+        (["bench", "--widths", "64,abc"], "not an integer"),
+        (["bench", "--dtypes", "f32,f7"], "unknown dtype"),
+        (["bench", "--mb", "0"], "must be in"),
+        (["info", "--verbose"], "unknown option"),
+    ]
+    for args, needle in cases:
+        p = onorm(*args)
+        check(p.returncode == 2, "%r: exit %d (want 2)\n%s" % (args, p.returncode, p.stderr))
+        check(needle in p.stderr, "%r: %r not in %r" % (args, needle, p.stderr))
+        check("usage: onorm" in p.stderr, "%r: no usage in %r" % (args, p.stderr))
+        check(p.stdout == "", "%r: stdout %r" % (args, p.stdout))
+    # the usage shown is the command's own
+    p = onorm("bench", "--bogus", expect=2)
+    check("usage: onorm bench" in p.stderr, p.stderr)
+    # help
+    p = onorm("--help", expect=0)
+    check("usage: onorm <command>" in p.stdout and "compare" in p.stdout, p.stdout)
+    for cmd in ["info", "run", "compare", "bench"]:
+        p = onorm(cmd, "--help", expect=0)
+        check(("usage: onorm " + cmd) in p.stdout, p.stdout)
+    p = onorm("compare", "-h", expect=0)
+    check("--backends" in p.stdout and "perturb" not in p.stdout, p.stdout)  # hidden flag stays hidden
+    # a named backend that is not there: an error with the reason (not usage)
+    p = onorm("compare", "--op", "softmax", "--rows", 4, "--cols", 8, "--backends", "cpu,hip:99", expect=1)
+    check("hip:99 is unavailable" in p.stderr, p.stderr)
+    p = onorm("run", "--op", "softmax", "--rows", 4, "--cols", 8, "--backend", "cpu:1", expect=1)
+    check("unavailable" in p.stderr, p.stderr)
+    # a dtype the backend does not take: the library's message
+    if "cuda  available" not in onorm("info").stdout:
+        p = onorm("compare", "--op", "softmax", "--rows", 4, "--cols", 8, "--backends", "cuda", expect=1)
+        check("cuda:0 is unavailable: " in p.stderr and len(p.stderr.split("unavailable: ")[1].strip()) > 3, p.stderr)
+
+
+def test_run():
+    p = onorm("run", "--op", "rms_norm", "--rows", 64, "--cols", 1024, "--dtype", "bf16", "--backend", "cpu",
+              "--iters", 3, "--seed", 7, expect=0)
+    out = p.stdout
+    check("rms_norm 64x1024 bf16 -> bf16 on cpu" in out, out)
+    for key in ["time ", "bandwidth ", "max error ", "bound      holds"]:
+        check(key in out, "%r missing in %s" % (key, out))
+    t = float(out.split("time")[1].split("ms")[0])
+    gb = float(out.split("bandwidth")[1].split("GB/s")[0])
+    check(t > 0, out)
+    # GB/s is the bytes of x and y over the median time
+    check(abs(gb - 64 * 1024 * 4 / (t * 1e-3) / 1e9) / gb < 0.02, "bandwidth %g vs time %g" % (gb, t))
+
+
+def test_info():
+    p = onorm("info", expect=0)
+    out = p.stdout
+    check(out.startswith("onorm "), out)
+    check("cpu  available, 1 device" in out, out)
+    for b in ["cuda", "hip"]:
+        check(("%s available" % b) in out.replace("  ", " ") or ("%s unavailable: " % b) in out.replace("  ", " "),
+              out)
+    check("cpu targets (best first): " in out and len(out.split("cpu targets (best first): ")[1].split()) >= 1, out)
+
+
+def validate_bench_json(j):
+    check(j["schema"] == "onorm-bench/1", j)
+    for k in ["version", "backend", "device", "bytes_per_case", "iters", "seed", "interrupted", "copy", "results"]:
+        check(k in j, "bench json lacks %r" % k)
+    check(j["copy"]["gbps"] > 0 and j["copy"]["bytes_moved"] == 2 * j["copy"]["bytes_copied"], j["copy"])
+    for r in j["results"]:
+        for k in ["op", "dtype", "out_dtype", "cols", "rows", "bytes_moved", "time_ms", "samples",
+                  "calls_per_sample", "gbps", "fraction_of_copy"]:
+            check(k in r, "result lacks %r: %r" % (k, r))
+        check(r["gbps"] > 0 and r["time_ms"] > 0, r)
+        check(abs(r["bytes_moved"] / (r["time_ms"] * 1e-3) / 1e9 - r["gbps"]) <= 1e-3 * r["gbps"], r)
+        check(abs(r["fraction_of_copy"] - r["gbps"] / j["copy"]["gbps"]) < 1e-6, r)
+
+
+def test_bench():
+    out = os.path.join(WORK, "bench.json")
+    p = onorm("bench", "--backend", "cpu", "--ops", "softmax,layer_norm", "--dtypes", "f32,bf16",
+              "--widths", "64,1000,4096", "--mb", 2, "--iters", 2, "--json", out, expect=0)
+    j = json.load(open(out))
+    validate_bench_json(j)
+    check(j["backend"] == "cpu" and j["interrupted"] is False, j)
+    check(len(j["results"]) == 12, len(j["results"]))
+    for r in j["results"]:
+        # every case moves about the same bytes: rows = bytes / (cols * 2 * size)
+        size = 4 if r["dtype"] == "f32" else 2
+        check(r["rows"] == max(1, int(2e6 // (r["cols"] * 2 * size))), r)
+    check("[ 12/12]" in p.stdout and "left" in p.stdout, p.stdout)  # progress (not a tty: one line per case)
+    check("\r" not in p.stdout, "carriage returns without a tty")
+
+
+def test_bench_interrupt():
+    out = os.path.join(WORK, "bench_int.json")
+    widths = ",".join(str(64 * (i % 8 + 1)) for i in range(400))
+    e = dict(os.environ)
+    proc = subprocess.Popen([ONORM, "bench", "--backend", "cpu", "--ops", "softmax", "--dtypes", "f32", "--widths",
+                             widths, "--mb", "4", "--iters", "3", "--json", out], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=e)
+    # wait for the first case to finish, then Ctrl-C
+    first = proc.stdout.readline()  # the copy line
+    second = proc.stdout.readline()
+    check("[  1/400]" in second, "no progress line: %r %r" % (first, second))
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=120)
+    check(proc.returncode == 130, "exit %d after SIGINT (want 130)\n%s" % (proc.returncode, err))
+    check("interrupted" in rest, rest)
+    j = json.load(open(out))
+    validate_bench_json(j)
+    check(j["interrupted"] is True and 1 <= len(j["results"]) < 400, (j["interrupted"], len(j["results"])))
+
+
+def test_bench_png():
+    png = os.path.join(WORK, "bench.png")
+    args = ["bench", "--backend", "cpu", "--ops", "softmax,rms_norm", "--dtypes", "f32", "--widths", "64,256,2048",
+            "--mb", 1, "--iters", 1, "--png", png]
+    # no usable python: a clear error, the measurements are not lost silently
+    p = onorm(*args, env={"ONORM_PYTHON": "/nonexistent/python3"})
+    check(p.returncode == 1 and "python3" in p.stderr and "--png" in p.stderr, p.stderr)
+    # a python without matplotlib (this interpreter, with matplotlib hidden)
+    fake = os.path.join(WORK, "nompl")
+    os.makedirs(os.path.join(fake, "matplotlib"), exist_ok=True)
+    with open(os.path.join(fake, "matplotlib", "__init__.py"), "w") as f:
+        f.write("raise ImportError('hidden for the test')\n")
+    p = onorm(*args, env={"ONORM_PYTHON": sys.executable, "PYTHONPATH": fake})
+    check(p.returncode == 1 and "matplotlib" in p.stderr, p.stderr)
+    # the real thing, where some python3 on this machine has matplotlib
+    have = any(subprocess.run([py, "-c", "import matplotlib"], capture_output=True).returncode == 0
+               for py in ["python3", "/usr/bin/python3"] if os.path.exists(py) or py == "python3")
+    if not have:
+        print("SKIP: no python3 with matplotlib here")
+        return 77
+    p = onorm(*args, expect=0)
+    with open(png, "rb") as f:
+        check(f.read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG")
+    check(os.path.getsize(png) > 5000, "PNG suspiciously small")
+
+
+TESTS = {n[5:]: f for n, f in globals().items() if n.startswith("test_")}
+
+
+def main():
+    global ONORM, WORK
+    if len(sys.argv) < 3 or sys.argv[2] not in TESTS:
+        sys.stderr.write(__doc__)
+        return 2
+    ONORM = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory(prefix="onorm_cli_") as tmp:
+        WORK = sys.argv[3] if len(sys.argv) > 3 else tmp
+        os.makedirs(WORK, exist_ok=True)
+        try:
+            rc = TESTS[sys.argv[2]]()
+        except Failure as e:
+            print("FAIL: %s" % e)
+            return 1
+    if rc == 77:
+        return 77
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
