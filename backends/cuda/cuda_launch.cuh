@@ -1,0 +1,195 @@
+// Launch selection for one input dtype; included by rows_f32.cu, rows_f16.cu, rows_bf16.cu
+// (one translation unit per input dtype keeps compile units small and parallel).
+//
+// Regimes by row length (VEC = 16 / sizeof(In) elements per vector):
+//   cols <= 1024 (f32) / 2048 (16-bit): a group of 8..32 lanes per row, many rows per block;
+//   cols <= 16384: a block per row, the row in registers (up to 32 floats per thread);
+//   cols >  16384: chunks of 16384 columns, one block each: the cooperative single-read
+//                  schedule when a row group fits the co-resident grid, else the two-read
+//                  schedule in row batches sized to half the L2.
+#pragma once
+
+#include <algorithm>
+
+#include "cuda_context.hpp"
+
+namespace onorm {
+namespace cuda {
+
+using gpu::RowArgs;
+using gpu::SplitArgs;
+
+constexpr int kWarp = 32;  // NVIDIA warp width; the templates take it as a parameter.
+constexpr int kSplitBlock = 512;
+
+template <typename In>
+struct SplitShape {
+  static constexpr int kItems = gpu::io<In>::kVec == 4 ? 8 : 4;  // 32 floats per thread
+  static constexpr int64_t kChunk = int64_t(kSplitBlock) * kItems * gpu::io<In>::kVec;
+};
+
+inline onorm_status check_launch(const char* what, char* err, size_t err_len) {
+  ONORM_CUDA_TRY(cudaGetLastError(), what);
+  return ONORM_OK;
+}
+
+// Launches rows_kernel over rows [0, a.rows) in pieces of at most 2^31 - 1 blocks.
+template <int FAM, typename In, int TPR, int ITEMS, int BLOCK>
+onorm_status launch_reg(const RowArgs& a0, cudaStream_t st, char* err, size_t err_len) {
+  constexpr int64_t kRpb = BLOCK / TPR;
+  constexpr int64_t kMaxRows = int64_t(0x7fffffff) * kRpb;
+  for (int64_t r0 = 0; r0 < a0.rows; r0 += kMaxRows) {
+    RowArgs a = a0;
+    a.rows = std::min(kMaxRows, a0.rows - r0);
+    a.x = static_cast<const In*>(a0.x) + r0 * a0.xs;
+    a.y = static_cast<char*>(a0.y) + r0 * a0.ys * (a0.out_dtype == gpu::kF32 ? 4 : 2);
+    if (a.mean) a.mean += r0;
+    if (a.rstd) a.rstd += r0;
+    const unsigned grid = static_cast<unsigned>((a.rows + kRpb - 1) / kRpb);
+    gpu::rows_kernel<FAM, In, kWarp, TPR, ITEMS, BLOCK><<<grid, BLOCK, 0, st>>>(a);
+    if (onorm_status s = check_launch("rows_kernel launch", err, err_len)) return s;
+  }
+  return ONORM_OK;
+}
+
+template <int FAM, typename In>
+bool launch_registers(const RowArgs& a, cudaStream_t st, char* err, size_t err_len, onorm_status& status) {
+  constexpr int V = gpu::io<In>::kVec;
+  const int64_t c = a.cols;
+#define ONORM_TRY_CFG(TPR, ITEMS, BLOCK)                                           \
+  if (c <= int64_t(TPR) * ITEMS * V) {                                             \
+    status = launch_reg<FAM, In, TPR, ITEMS, BLOCK>(a, st, err, err_len);          \
+    return true;                                                                   \
+  }
+  if constexpr (V == 4) {
+    ONORM_TRY_CFG(8, 1, 256)     // 32
+    ONORM_TRY_CFG(16, 1, 256)    // 64
+    ONORM_TRY_CFG(32, 1, 256)    // 128
+    ONORM_TRY_CFG(32, 2, 256)    // 256
+    ONORM_TRY_CFG(32, 4, 256)    // 512
+    ONORM_TRY_CFG(32, 8, 256)    // 1024
+    ONORM_TRY_CFG(128, 4, 128)   // 2048
+    ONORM_TRY_CFG(256, 4, 256)   // 4096
+    ONORM_TRY_CFG(512, 4, 512)   // 8192
+    ONORM_TRY_CFG(512, 8, 512)   // 16384
+  } else {
+    ONORM_TRY_CFG(4, 1, 256)     // 32
+    ONORM_TRY_CFG(8, 1, 256)     // 64
+    ONORM_TRY_CFG(16, 1, 256)    // 128
+    ONORM_TRY_CFG(32, 1, 256)    // 256
+    ONORM_TRY_CFG(32, 2, 256)    // 512
+    ONORM_TRY_CFG(32, 4, 256)    // 1024
+    ONORM_TRY_CFG(128, 2, 128)   // 2048
+    ONORM_TRY_CFG(256, 2, 256)   // 4096
+    ONORM_TRY_CFG(512, 2, 512)   // 8192
+    ONORM_TRY_CFG(512, 4, 512)   // 16384
+  }
+#undef ONORM_TRY_CFG
+  return false;
+}
+
+// Orders this launch after the previous workspace user (possibly on another stream).
+inline onorm_status ws_acquire(CudaContext& ctx, cudaStream_t st, char* err, size_t err_len) {
+  if (ctx.ws_event_recorded) ONORM_CUDA_TRY(cudaStreamWaitEvent(st, ctx.ws_event, 0), "cudaStreamWaitEvent");
+  return ONORM_OK;
+}
+inline onorm_status ws_release(CudaContext& ctx, cudaStream_t st, char* err, size_t err_len) {
+  ONORM_CUDA_TRY(cudaEventRecord(ctx.ws_event, st), "cudaEventRecord");
+  ctx.ws_event_recorded = true;
+  return ONORM_OK;
+}
+
+template <int OP, typename In>
+onorm_status launch_split(CudaContext& ctx, const RowArgs& a, cudaStream_t st, char* err, size_t err_len) {
+  using S = typename gpu::op_state<OP>::type;
+  using Shape = SplitShape<In>;
+  constexpr int kItems = Shape::kItems;
+  const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
+  std::lock_guard<std::mutex> lock(ctx.mu);
+  if (onorm_status s = ws_acquire(ctx, st, err, err_len)) return s;
+
+  // Single read: the persistent cooperative grid, when a row's chunks fit in it.
+  auto coop = gpu::split_coop_kernel<OP, In, kWarp, kItems, kSplitBlock>;
+  int per_sm = 0;
+  if (ctx.info.coop) {
+    ONORM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, coop, kSplitBlock, 0),
+                   "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  }
+  const int64_t resident = int64_t(per_sm) * ctx.info.sms;
+  if (resident >= K && K <= 0x7fffffff) {
+    const int64_t groups = std::min<int64_t>(resident / K, a.rows);
+    const int64_t grid = groups * K;
+    if (onorm_status s = ensure_workspace(ctx, st, size_t(2 * grid) * sizeof(gpu::Entry), err, err_len)) return s;
+    SplitArgs s{};
+    s.chunk = Shape::kChunk;
+    s.chunks = K;
+    s.groups = groups;
+    if (++ctx.epoch == 0) ++ctx.epoch;
+    s.epoch = ctx.epoch;
+    s.entries = ctx.ws;
+    RowArgs args = a;
+    void* params[] = {&args, &s};
+    ONORM_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(coop), dim3(unsigned(grid)),
+                                               dim3(kSplitBlock), params, 0, st),
+                   "cooperative split-row launch");
+    return ws_release(ctx, st, err, err_len);
+  }
+
+  // Two reads: chunk states, a fixed merge tree, then the finish; the batch fits half the L2.
+  const int64_t row_bytes = a.cols * int64_t(sizeof(In));
+  int64_t batch = std::max<int64_t>(1, (int64_t(ctx.info.l2_bytes) / 2) / row_bytes);
+  batch = std::min<int64_t>({batch, a.rows, 65535});
+  const int64_t level1 = (K + kSplitBlock - 1) / kSplitBlock;
+  const size_t buf0 = size_t(batch * K) * sizeof(S);
+  const size_t buf1 = size_t(batch * level1) * sizeof(S);
+  if (onorm_status s = ensure_workspace(ctx, st, buf0 + buf1, err, err_len)) return s;
+  char* b0 = static_cast<char*>(ctx.ws);
+  char* b1 = b0 + buf0;
+  for (int64_t r0 = 0; r0 < a.rows; r0 += batch) {
+    const int64_t nb = std::min(batch, a.rows - r0);
+    SplitArgs s{};
+    s.chunk = Shape::kChunk;
+    s.chunks = K;
+    s.row0 = r0;
+    s.entries = b0;
+    const dim3 grid{unsigned(K), unsigned(nb), 1u};
+    gpu::split_chunk_kernel<OP, In, kWarp, kItems, kSplitBlock, gpu::kModeStats><<<grid, kSplitBlock, 0, st>>>(a, s);
+    if (onorm_status e = check_launch("split stats launch", err, err_len)) return e;
+    char* in = b0;
+    char* out = b1;
+    for (int64_t count = K; count > 1; count = (count + kSplitBlock - 1) / kSplitBlock) {
+      const int64_t outs = (count + kSplitBlock - 1) / kSplitBlock;
+      gpu::merge_states_kernel<OP, kWarp, kSplitBlock><<<dim3(unsigned(outs), unsigned(nb)), kSplitBlock, 0, st>>>(
+          in, out, count);
+      if (onorm_status e = check_launch("split merge launch", err, err_len)) return e;
+      std::swap(in, out);
+    }
+    s.final_states = in;
+    gpu::split_chunk_kernel<OP, In, kWarp, kItems, kSplitBlock, gpu::kModeFinish><<<grid, kSplitBlock, 0, st>>>(a, s);
+    if (onorm_status e = check_launch("split finish launch", err, err_len)) return e;
+  }
+  return ws_release(ctx, st, err, err_len);
+}
+
+template <typename In>
+onorm_status launch_rows(CudaContext& ctx, const RowArgs& a, char* err, size_t err_len) {
+  cudaStream_t st;
+  {
+    std::lock_guard<std::mutex> lock(ctx.mu);
+    st = ctx.stream;
+  }
+  onorm_status status = ONORM_OK;
+  const bool softmax = a.op == gpu::kOpSoftmax || a.op == gpu::kOpLogSoftmax;
+  if (softmax ? launch_registers<gpu::kFamSoftmax, In>(a, st, err, err_len, status)
+              : launch_registers<gpu::kFamNorm, In>(a, st, err, err_len, status))
+    return status;
+  switch (a.op) {
+    case gpu::kOpSoftmax: return launch_split<gpu::kOpSoftmax, In>(ctx, a, st, err, err_len);
+    case gpu::kOpLogSoftmax: return launch_split<gpu::kOpLogSoftmax, In>(ctx, a, st, err, err_len);
+    case gpu::kOpLayerNorm: return launch_split<gpu::kOpLayerNorm, In>(ctx, a, st, err, err_len);
+    default: return launch_split<gpu::kOpRmsNorm, In>(ctx, a, st, err, err_len);
+  }
+}
+
+}  // namespace cuda
+}  // namespace onorm

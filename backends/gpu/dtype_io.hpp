@@ -1,0 +1,140 @@
+// Element access for the storage dtypes on the GPU: scalar and 16-byte vector loads into
+// float, and stores from float with round-to-nearest-even (through the vendor shim).
+// Storage types are the core's: float, core::f16_bits, core::bf16_bits.
+#pragma once
+
+#include "onlinenorm/core/element.hpp"
+#include "vendor_shim.hpp"
+
+namespace onorm {
+namespace gpu {
+
+// Runtime dtype codes passed to kernels (the same values as onorm_dtype).
+enum : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+template <typename T> struct io;
+
+template <> struct io<float> {
+  static constexpr int kVec = 4;  // elements per 16-byte vector
+  ONORM_DEV static float load1(const float* p) { return *p; }
+  ONORM_DEV static void load_vec(const float* p, float* o) {
+    const shim::Vec16 v = *reinterpret_cast<const shim::Vec16*>(p);
+    o[0] = core::float_of(v.x); o[1] = core::float_of(v.y);
+    o[2] = core::float_of(v.z); o[3] = core::float_of(v.w);
+  }
+  ONORM_DEV static void store1(float* p, float v) { *p = v; }
+};
+
+template <> struct io<core::bf16_bits> {
+  static constexpr int kVec = 8;
+  ONORM_DEV static float cvt(uint16_t h) { return shim::bf16_to_f32(h); }
+  ONORM_DEV static uint16_t back(float f) { return shim::f32_to_bf16_rn(f); }
+  ONORM_DEV static float load1(const core::bf16_bits* p) { return cvt(p->bits); }
+  ONORM_DEV static void load_vec(const core::bf16_bits* p, float* o) {
+    const shim::Vec16 v = *reinterpret_cast<const shim::Vec16*>(p);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      o[2 * i] = core::float_of(w[i] << 16);
+      o[2 * i + 1] = core::float_of(w[i] & 0xffff0000u);
+    }
+  }
+  ONORM_DEV static void store1(core::bf16_bits* p, float v) { p->bits = back(v); }
+};
+
+template <> struct io<core::f16_bits> {
+  static constexpr int kVec = 8;
+  ONORM_DEV static float cvt(uint16_t h) { return shim::f16_to_f32(h); }
+  ONORM_DEV static uint16_t back(float f) { return shim::f32_to_f16_rn(f); }
+  ONORM_DEV static float load1(const core::f16_bits* p) { return cvt(p->bits); }
+  ONORM_DEV static void load_vec(const core::f16_bits* p, float* o) {
+    const shim::Vec16 v = *reinterpret_cast<const shim::Vec16*>(p);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      o[2 * i] = cvt(static_cast<uint16_t>(w[i] & 0xffffu));
+      o[2 * i + 1] = cvt(static_cast<uint16_t>(w[i] >> 16));
+    }
+  }
+  ONORM_DEV static void store1(core::f16_bits* p, float v) { p->bits = back(v); }
+};
+
+// Stores N consecutive floats as Out with vector stores (p aligned to N * sizeof(Out) bytes,
+// which is 8, 16 or 32).
+template <typename Out, int N>
+ONORM_DEV void store_vec(Out* p, const float* v) {
+  constexpr int kWords = N * static_cast<int>(sizeof(Out)) / 4;
+  uint32_t w[kWords];
+  if constexpr (sizeof(Out) == 4) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) w[i] = core::bits_of(v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i)
+      w[i] = static_cast<uint32_t>(io<Out>::back(v[2 * i])) |
+             (static_cast<uint32_t>(io<Out>::back(v[2 * i + 1])) << 16);
+  }
+  if constexpr (kWords % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < kWords / 4; ++i) {
+      shim::Vec16 q;
+      q.x = w[4 * i]; q.y = w[4 * i + 1]; q.z = w[4 * i + 2]; q.w = w[4 * i + 3];
+      reinterpret_cast<shim::Vec16*>(p)[i] = q;
+    }
+  } else {
+    static_assert(kWords == 2, "8-byte store");
+    uint2 q;
+    q.x = w[0]; q.y = w[1];
+    *reinterpret_cast<uint2*>(p) = q;
+  }
+}
+
+// Loads ITEMS vectors of VEC elements for one thread of a group of STRIDE threads: item i
+// covers elements [(lane + i*STRIDE)*VEC, +VEC) of p[0, n). Out-of-range elements get `pad`.
+// `aligned`: p is 16-byte aligned (the vector path is legal).
+template <typename In, int ITEMS, int STRIDE>
+ONORM_DEV void load_items(const In* p, int n, int lane, float* v, bool aligned, float pad) {
+  constexpr int VEC = io<In>::kVec;
+  if (aligned && (lane + (ITEMS - 1) * STRIDE) * VEC + VEC <= n) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) io<In>::load_vec(p + (lane + i * STRIDE) * VEC, v + i * VEC);
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int c = (lane + i * STRIDE) * VEC;
+    if (aligned && c + VEC <= n) {
+      io<In>::load_vec(p + c, v + i * VEC);
+    } else {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) v[i * VEC + j] = c + j < n ? io<In>::load1(p + c + j) : pad;
+    }
+  }
+}
+
+// Loads the VEC elements of item c (gamma / beta), with the same alignment rule.
+template <typename In>
+ONORM_DEV void load_one_item(const In* p, int c, int n, bool aligned, float pad, float* v) {
+  constexpr int VEC = io<In>::kVec;
+  if (aligned && c + VEC <= n) {
+    io<In>::load_vec(p + c, v);
+  } else {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) v[j] = c + j < n ? io<In>::load1(p + c + j) : pad;
+  }
+}
+
+// Stores the VEC finished values of item c.
+template <typename Out, int VEC>
+ONORM_DEV void store_one_item(Out* p, int c, int n, bool aligned, const float* v) {
+  if (aligned && c + VEC <= n) {
+    store_vec<Out, VEC>(p + c, v);
+  } else {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+      if (c + j < n) io<Out>::store1(p + c + j, v[j]);
+  }
+}
+
+}  // namespace gpu
+}  // namespace onorm

@@ -1,0 +1,86 @@
+// Group, warp and block all-reductions, templated on the warp width and on the operator
+// (float add / NaN-keeping max, or a core state's combine). Every reduction is a fixed tree:
+// the same inputs give bitwise the same result run after run, and every lane of a group ends
+// with the same bits (state combines are applied in lane order, low lane on the left).
+#pragma once
+
+#include "math.hpp"
+#include "onlinenorm/core/max_sum.hpp"
+#include "onlinenorm/core/sum_sq.hpp"
+#include "onlinenorm/core/welford.hpp"
+#include "vendor_shim.hpp"
+
+namespace onorm {
+namespace gpu {
+
+struct AddOp {
+  ONORM_DEV float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+  ONORM_DEV float operator()(float a, float b) const { return core::nan_max(a, b); }
+};
+
+// Shuffles of the core states, field by field.
+ONORM_DEV float shfl_state(float v, int m, int w) { return shim::shfl_xor(v, m, w); }
+ONORM_DEV core::MaxSum<float> shfl_state(const core::MaxSum<float>& s, int m, int w) {
+  return core::MaxSum<float>{shim::shfl_xor(s.m, m, w), shim::shfl_xor(s.d, m, w)};
+}
+ONORM_DEV core::Welford<float> shfl_state(const core::Welford<float>& s, int m, int w) {
+  return core::Welford<float>{shim::shfl_xor(s.n, m, w), shim::shfl_xor(s.mean, m, w),
+                              shim::shfl_xor(s.m2, m, w)};
+}
+ONORM_DEV core::SumSq<float> shfl_state(const core::SumSq<float>& s, int m, int w) {
+  return core::SumSq<float>{shim::shfl_xor(s.n, m, w), shim::shfl_xor(s.s, m, w)};
+}
+
+template <typename State>
+struct CombineOp {
+  ONORM_DEV State operator()(const State& a, const State& b) const { return State::combine(a, b); }
+};
+
+// All-reduce over aligned groups of WIDTH lanes (WIDTH a power of two <= the warp width).
+// Every lane of the warp must call it. The butterfly applies op(low lane's value, high
+// lane's value) on both sides, so non-commutative rounding (Welford) still gives equal bits.
+template <int WIDTH, typename T, typename Op>
+ONORM_DEV T group_allreduce(T v, int lane_in_group, Op op) {
+#pragma unroll
+  for (int o = WIDTH / 2; o > 0; o >>= 1) {
+    const T other = shfl_state(v, o, WIDTH);
+    v = (lane_in_group & o) ? op(other, v) : op(v, other);
+  }
+  return v;
+}
+
+// All-reduce over a block of BLOCK threads (a multiple of WARP): warps reduce, warp leaders
+// write shared memory, every thread folds the BLOCK / WARP partials in index order.
+// `scratch` holds BLOCK / WARP values; the trailing barrier makes it reusable at once.
+template <int WARP, int BLOCK, typename T, typename Op>
+ONORM_DEV T block_allreduce(T v, T* scratch, Op op) {
+  constexpr int kWarps = BLOCK / WARP;
+  static_assert(BLOCK % WARP == 0, "block of whole warps");
+  const int lane = static_cast<int>(threadIdx.x) % WARP;
+  v = group_allreduce<WARP>(v, lane, op);
+  if (kWarps == 1) return v;
+  if (lane == 0) scratch[threadIdx.x / WARP] = v;
+  shim::sync_threads();
+  T r = scratch[0];
+#pragma unroll
+  for (int i = 1; i < kWarps; ++i) r = op(r, scratch[i]);
+  shim::sync_threads();
+  return r;
+}
+
+// A reduction over TPR threads that share a row: a sub-warp/warp group (TPR <= WARP) or the
+// whole block (TPR == BLOCK > WARP).
+template <int WARP, int TPR, int BLOCK, typename T, typename Op>
+ONORM_DEV T row_allreduce(T v, int lane_in_row, T* scratch, Op op) {
+  if constexpr (TPR <= WARP) {
+    return group_allreduce<TPR>(v, lane_in_row, op);
+  } else {
+    static_assert(TPR == BLOCK, "a row spans a whole block");
+    return block_allreduce<WARP, BLOCK>(v, scratch, op);
+  }
+}
+
+}  // namespace gpu
+}  // namespace onorm

@@ -1,0 +1,115 @@
+// The vendor shim: the few device primitives the shared GPU templates need, for CUDA (nvcc)
+// and HIP (hipcc / clang -x hip). Everything else in backends/gpu/ is vendor-neutral.
+//
+// What a vendor branch must provide (namespace onorm::gpu::shim):
+//   ONORM_DEV                       __device__ __forceinline__
+//   shfl_xor(v, lane_mask, width)   butterfly shuffle of float / int64_t within groups of `width`
+//                                   lanes (width a power of two <= the warp width); every lane
+//                                   of the warp calls it (full mask on CUDA).
+//   ex2_approx(x)                   2^x, at most ~2 ulp relative error for results in the normal
+//                                   range; may flush subnormal results to 0; NaN -> NaN,
+//                                   -inf -> 0. (fast_exp() in math.hpp builds exp() on it with a
+//                                   compensated log2(e) scaling: total error ~|t| * 2^-24 + 2 ulp.)
+//   f16_to_f32 / f32_to_f16_rn / bf16_to_f32 / f32_to_bf16_rn   on uint16_t bit patterns,
+//                                   round-to-nearest-even exactly as core/convert.hpp (NaN may be
+//                                   canonicalized: it stays NaN).
+//   load_acquire_u64(p), store_release_u64(p, v)   device-scope acquire load / release store.
+//   Vec16                           a 16-byte vector type for loads and stores (uint4).
+//   sync_threads()                  block barrier.
+//   prefetch_l2(p)                  optional hint (may be a no-op).
+// Warp width is NOT provided here: kernels take it as a template parameter (32 on NVIDIA and
+// RDNA, 64 on CDNA), chosen by the host from the device properties.
+#pragma once
+
+#include <stdint.h>
+
+#include "onlinenorm/core/convert.hpp"
+
+// [hip session] A test may substitute the whole vendor branch (tests/hip: a host SIMT emulator
+// with 32- or 64-lane warps). HIP on NVIDIA (nvcc, __HIPCC__ defined by HIP's headers) takes
+// the CUDA branch: its intrinsics are CUDA's; only clang's HIP mode (__HIP__) is AMD.
+#if defined(ONORM_GPU_SHIM_OVERRIDE)
+#include ONORM_GPU_SHIM_OVERRIDE
+#elif defined(__HIP__) || defined(__HIP_PLATFORM_AMD__)
+// ---------------------------------------------------------------- HIP (AMD)
+#include <hip/hip_runtime.h>
+#define ONORM_DEV __device__ __forceinline__
+namespace onorm {
+namespace gpu {
+namespace shim {
+using Vec16 = uint4;
+// [hip session] ROCm 7 makes the *_sync forms the default, with 64-bit masks (the upper half
+// ignored on wave32); ROCm 5.2 (Debian, what this is compiled with) has only the unmasked forms.
+#if defined(HIP_VERSION_MAJOR) && HIP_VERSION_MAJOR >= 7
+#define ONORM_HIP_SHFL_XOR(v, m, w) __shfl_xor_sync(~0ull, (v), (m), (w))
+#else
+#define ONORM_HIP_SHFL_XOR(v, m, w) __shfl_xor((v), (m), (w))
+#endif
+ONORM_DEV float shfl_xor(float v, int m, int w) { return ONORM_HIP_SHFL_XOR(v, m, w); }
+ONORM_DEV int64_t shfl_xor(int64_t v, int m, int w) {
+  return static_cast<int64_t>(ONORM_HIP_SHFL_XOR(static_cast<long long>(v), m, w));
+}
+ONORM_DEV float ex2_approx(float x) { return exp2f(x); }
+ONORM_DEV float f16_to_f32(uint16_t h) { return core::f16_to_f32(h); }
+ONORM_DEV uint16_t f32_to_f16_rn(float f) { return core::f32_to_f16(f); }
+ONORM_DEV float bf16_to_f32(uint16_t h) { return core::bf16_to_f32(h); }
+ONORM_DEV uint16_t f32_to_bf16_rn(float f) { return core::f32_to_bf16(f); }
+ONORM_DEV uint64_t load_acquire_u64(const uint64_t* p) {
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
+ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
+ONORM_DEV void sync_threads() { __syncthreads(); }
+ONORM_DEV void prefetch_l2(const void*) {}
+}  // namespace shim
+}  // namespace gpu
+}  // namespace onorm
+
+#else
+// ---------------------------------------------------------------- CUDA
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#define ONORM_DEV __device__ __forceinline__
+namespace onorm {
+namespace gpu {
+namespace shim {
+using Vec16 = uint4;
+ONORM_DEV float shfl_xor(float v, int m, int w) { return __shfl_xor_sync(0xffffffffu, v, m, w); }
+ONORM_DEV int64_t shfl_xor(int64_t v, int m, int w) {
+  return static_cast<int64_t>(__shfl_xor_sync(0xffffffffu, static_cast<long long>(v), m, w));
+}
+// ex2.approx.ftz.f32: max 2 ulp (PTX ISA), subnormal results flush to +0.
+ONORM_DEV float ex2_approx(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+// cvt.f32.f16 is exact; cvt.rn.f16.f32 / cvt.rn.bf16.f32 round to nearest even, overflow to
+// inf, keep subnormals; NaN becomes the canonical NaN.
+ONORM_DEV float f16_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+ONORM_DEV uint16_t f32_to_f16_rn(float f) { return __half_as_ushort(__float2half_rn(f)); }
+ONORM_DEV float bf16_to_f32(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
+ONORM_DEV uint16_t f32_to_bf16_rn(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+#else
+  return core::f32_to_bf16(f);
+#endif
+}
+ONORM_DEV uint64_t load_acquire_u64(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+ONORM_DEV void sync_threads() { __syncthreads(); }
+// Hint: bring one line into L2 (used to overlap the next chunk's read with a row merge).
+ONORM_DEV void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+}  // namespace shim
+}  // namespace gpu
+}  // namespace onorm
+#endif

@@ -1,0 +1,289 @@
+// CUDA benchmark and smoke check, through the library's C ABI (the same module users load).
+//
+//   onorm_bench_cuda [--csv FILE] [--quick]   time every op (f32, bf16) over the widths, each
+//        case moving >= 256 MB, against a device-to-device copy of the same bytes measured in
+//        the same run; CUDA events, median of many runs, buffer sets rotated.
+//   onorm_bench_cuda --check [--big]          compare against the float64 reference (reference/)
+//        over dtypes, widths, strides, in-place, special values; bitwise determinism.
+// Exit code: 0 ok, 1 failure, 77 no CUDA device (CTest's skip code).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "onlinenorm/onlinenorm.h"
+#include "reference.hpp"
+
+namespace {
+
+#define CK(expr)                                                                                  \
+  do {                                                                                            \
+    cudaError_t e_ = (expr);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+#define OK(expr)                                                                                   \
+  do {                                                                                             \
+    onorm_status s_ = (expr);                                                                      \
+    if (s_ != ONORM_OK) {                                                                          \
+      std::fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #expr, onorm_status_string(s_), \
+                   onorm_last_error());                                                            \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+using onorm_ref::Op;
+const Op kOps[] = {Op::softmax, Op::log_softmax, Op::layer_norm, Op::rms_norm};
+
+onorm_status run_op(onorm_context ctx, Op op, const onorm_rows& x, const onorm_rows& y, const void* g,
+                    const void* b, float* mean, float* rstd) {
+  switch (op) {
+    case Op::softmax: return onorm_softmax(ctx, &x, &y);
+    case Op::log_softmax: return onorm_log_softmax(ctx, &x, &y);
+    case Op::layer_norm: return onorm_layer_norm(ctx, &x, g, b, 1e-5, &y, mean, rstd);
+    default: return onorm_rms_norm(ctx, &x, g, 1e-5, &y, rstd);
+  }
+}
+
+const char* dtype_name(onorm_dtype d) {
+  return d == ONORM_F32 ? "f32" : d == ONORM_F16 ? "f16" : d == ONORM_BF16 ? "bf16" : "?";
+}
+
+// ------------------------------------------------------------------------------ benchmark
+int bench(onorm_context ctx, const char* csv_path, bool quick) {
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::vector<int64_t> widths = {64, 128, 512, 1024, 4096, 8192, 16384, 32768, 131072, 262144, 1048576};
+  const size_t kTarget = size_t(256) << 20;  // bytes moved (x read + y written) per call
+  const int kSets = 2, kIters = quick ? 5 : 20;
+  FILE* csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
+  if (csv) std::fprintf(csv, "device,op,dtype,cols,rows,ms,tbps,copy_tbps,pct_copy\n");
+  std::printf("%-12s %-5s %8s %8s %9s %7s %7s %6s\n", "op", "dtype", "cols", "rows", "ms", "TB/s", "copy", "%copy");
+  for (onorm_dtype dt : {ONORM_F32, ONORM_BF16}) {
+    const size_t es = onorm_dtype_size(dt);
+    const size_t max_bytes = kTarget / 2 + size_t(1048576) * es;
+    std::vector<void*> xs(kSets), ys(kSets);
+    std::vector<unsigned char> host(max_bytes);
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<double> u(-4, 4);
+    for (size_t i = 0; i < max_bytes / es; ++i) onorm_ref::encode(u(rng), host.data(), dt, int64_t(i));
+    for (int s = 0; s < kSets; ++s) {
+      CK(cudaMalloc(&xs[s], max_bytes));
+      CK(cudaMalloc(&ys[s], max_bytes));
+      CK(cudaMemcpy(xs[s], host.data(), max_bytes, cudaMemcpyHostToDevice));
+    }
+    void *g = nullptr, *b = nullptr;
+    CK(cudaMalloc(&g, size_t(1048576) * es));
+    CK(cudaMalloc(&b, size_t(1048576) * es));
+    CK(cudaMemcpy(g, host.data(), size_t(1048576) * es, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(b, host.data() + 4096, size_t(1048576) * es, cudaMemcpyHostToDevice));
+    float *mean = nullptr, *rstd = nullptr;
+    CK(cudaMalloc(&mean, sizeof(float) << 22));
+    CK(cudaMalloc(&rstd, sizeof(float) << 22));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int64_t cols : widths) {
+      const int64_t rows = std::max<int64_t>(1, int64_t((kTarget / 2 + cols * es - 1) / (cols * es)));
+      const size_t bytes = size_t(rows * cols) * es;
+      auto time_it = [&](auto&& body) {
+        for (int i = 0; i < 3; ++i) body(i % kSets);
+        std::vector<float> ms;
+        for (int i = 0; i < kIters; ++i) {
+          CK(cudaEventRecord(e0, 0));
+          body(i % kSets);
+          CK(cudaEventRecord(e1, 0));
+          CK(cudaEventSynchronize(e1));
+          float t = 0;
+          CK(cudaEventElapsedTime(&t, e0, e1));
+          ms.push_back(t);
+        }
+        std::sort(ms.begin(), ms.end());
+        return double(ms[ms.size() / 2]);
+      };
+      const double copy_ms = time_it([&](int s) { CK(cudaMemcpyAsync(ys[s], xs[s], bytes, cudaMemcpyDeviceToDevice, 0)); });
+      const double copy_tbps = 2.0 * bytes / (copy_ms * 1e-3) / 1e12;
+      for (Op op : kOps) {
+        const double ms = time_it([&](int s) {
+          onorm_rows x{xs[s], dt, rows, cols, cols};
+          onorm_rows y{ys[s], dt, rows, cols, cols};
+          OK(run_op(ctx, op, x, y, g, b, rows <= (1 << 22) ? mean : nullptr, rows <= (1 << 22) ? rstd : nullptr));
+        });
+        const double tbps = 2.0 * bytes / (ms * 1e-3) / 1e12;
+        std::printf("%-12s %-5s %8lld %8lld %9.4f %7.3f %7.3f %5.1f%%\n", onorm_ref::op_name(op), dtype_name(dt),
+                    (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
+        if (csv)
+          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f\n", prop.name, onorm_ref::op_name(op),
+                       dtype_name(dt), (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
+      }
+      std::fflush(stdout);
+    }
+    for (int s = 0; s < kSets; ++s) {
+      CK(cudaFree(xs[s]));
+      CK(cudaFree(ys[s]));
+    }
+    CK(cudaFree(g));
+    CK(cudaFree(b));
+    CK(cudaFree(mean));
+    CK(cudaFree(rstd));
+  }
+  if (csv) std::fclose(csv);
+  return 0;
+}
+
+// ------------------------------------------------------------------------------ check
+struct Case {
+  Op op;
+  onorm_dtype in, out;
+  int64_t rows, cols, xstride, ystride;
+  bool in_place;
+  int special;  // 0 random, 1 masked rows/NaN/inf, 2 large values, 3 offset (1e4 + noise)
+  bool gamma;
+};
+
+int failures = 0;
+
+void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
+  const size_t ies = onorm_dtype_size(c.in), oes = onorm_dtype_size(c.out);
+  const int64_t xs = c.in_place ? std::max(c.xstride, c.ystride) : c.xstride;
+  const int64_t ys = c.in_place ? xs : c.ystride;
+  std::vector<unsigned char> hx(size_t(c.rows * xs) * ies);
+  std::uniform_real_distribution<double> u(-3, 3);
+  for (int64_t r = 0; r < c.rows; ++r)
+    for (int64_t j = 0; j < xs; ++j) {
+      double v = u(rng);
+      if (c.special == 2) v = (c.in == ONORM_F32 ? 3.0e38 : c.in == ONORM_F16 ? 6.0e4 : 3.0e38) * (0.5 + v / 12);
+      if (c.special == 3) v = 1e4 + v;
+      if (c.special == 1) {
+        const int kind = int(r % 5);
+        if (kind == 1) v = -INFINITY;                               // masked row
+        if (kind == 2 && j == c.cols / 2) v = NAN;                  // NaN row
+        if (kind == 3 && j == c.cols - 1) v = INFINITY;             // +inf row
+        if (kind == 4 && j % 3 == 0) v = -INFINITY;                 // partly masked
+      }
+      onorm_ref::encode(v, hx.data(), c.in, r * xs + j);
+    }
+  std::vector<unsigned char> hg(size_t(c.cols) * ies), hb(size_t(c.cols) * ies);
+  for (int64_t j = 0; j < c.cols; ++j) {
+    onorm_ref::encode(0.5 + u(rng) / 3, hg.data(), c.in, j);
+    onorm_ref::encode(u(rng), hb.data(), c.in, j);
+  }
+  void *dx, *dy, *dg, *db;
+  float *dm, *dr;
+  OK(onorm_malloc(ctx, hx.size() + 16, &dx));
+  OK(onorm_malloc(ctx, size_t(c.rows * ys) * oes + 16, &dy));
+  OK(onorm_malloc(ctx, hg.size() + 16, &dg));
+  OK(onorm_malloc(ctx, hb.size() + 16, &db));
+  OK(onorm_malloc(ctx, size_t(c.rows) * 4, reinterpret_cast<void**>(&dm)));
+  OK(onorm_malloc(ctx, size_t(c.rows) * 4, reinterpret_cast<void**>(&dr)));
+  OK(onorm_memcpy(ctx, dx, hx.data(), hx.size(), ONORM_COPY_HOST_TO_DEVICE));
+  OK(onorm_memcpy(ctx, dg, hg.data(), hg.size(), ONORM_COPY_HOST_TO_DEVICE));
+  OK(onorm_memcpy(ctx, db, hb.data(), hb.size(), ONORM_COPY_HOST_TO_DEVICE));
+  onorm_rows x{dx, c.in, c.rows, c.cols, xs};
+  onorm_rows y{c.in_place ? dx : dy, c.out, c.rows, c.cols, ys};
+  onorm_rows hxr{hx.data(), c.in, c.rows, c.cols, xs};
+  const void* g = c.gamma ? dg : nullptr;
+  const void* b = c.gamma ? db : nullptr;
+  const onorm_ref::Result ref = onorm_ref::compute(c.op, hxr, c.gamma ? hg.data() : nullptr, c.gamma ? hb.data() : nullptr, 1e-5);
+  std::vector<unsigned char> out1(size_t(c.rows * ys) * oes), out2(out1.size());
+  std::vector<float> m(c.rows), r(c.rows);
+  for (int rep = 0; rep < 2; ++rep) {
+    if (c.in_place && rep == 1) OK(onorm_memcpy(ctx, dx, hx.data(), hx.size(), ONORM_COPY_HOST_TO_DEVICE));
+    OK(run_op(ctx, c.op, x, y, g, b, dm, dr));
+    OK(onorm_synchronize(ctx));
+    OK(onorm_memcpy(ctx, rep ? out2.data() : out1.data(), y.data, out1.size(), ONORM_COPY_DEVICE_TO_HOST));
+  }
+  OK(onorm_memcpy(ctx, m.data(), dm, m.size() * 4, ONORM_COPY_DEVICE_TO_HOST));
+  OK(onorm_memcpy(ctx, r.data(), dr, r.size() * 4, ONORM_COPY_DEVICE_TO_HOST));
+  onorm_rows hy{out1.data(), c.out, c.rows, c.cols, ys};
+  const bool norm = c.op == Op::layer_norm || c.op == Op::rms_norm;
+  const onorm_ref::Report rep = onorm_ref::check(c.op, ref, hy, c.gamma ? hg.data() : nullptr, c.in,
+                                                 c.op == Op::layer_norm ? m.data() : nullptr, norm ? r.data() : nullptr);
+  bool same = true;
+  for (int64_t rr = 0; rr < c.rows && same; ++rr)
+    same = std::memcmp(out1.data() + rr * ys * oes, out2.data() + rr * ys * oes, c.cols * oes) == 0;
+  if (!rep.ok() || !same) {
+    ++failures;
+    std::printf("FAIL %s %s->%s rows=%lld cols=%lld xs=%lld ys=%lld inplace=%d special=%d gamma=%d: %s%s\n",
+                onorm_ref::op_name(c.op), dtype_name(c.in), dtype_name(c.out), (long long)c.rows, (long long)c.cols,
+                (long long)xs, (long long)ys, c.in_place, c.special, c.gamma, rep.describe().c_str(),
+                same ? "" : " [NOT DETERMINISTIC]");
+  }
+  for (void* p : {dx, dy, dg, db, static_cast<void*>(dm), static_cast<void*>(dr)}) OK(onorm_free(ctx, p));
+}
+
+int check(onorm_context ctx, bool big, bool small) {
+  std::mt19937 rng(7);
+  int cases = 0;
+  std::vector<int64_t> widths = {1, 3, 31, 64, 100, 127, 512, 1000, 1025, 2048, 4097, 9000, 16384, 16385, 40000, 131077};
+  std::vector<onorm_dtype> dtypes = {ONORM_F32, ONORM_F16, ONORM_BF16};
+  std::vector<int64_t> special_widths = {5, 64, 1000, 5000, 40000};
+  if (small) {  // under compute-sanitizer: every kernel family once, few elements
+    widths = {3, 100, 1025, 4097, 40000};
+    dtypes = {ONORM_F32, ONORM_BF16};
+    special_widths = {5, 40000};
+  }
+  for (Op op : kOps)
+    for (onorm_dtype in : dtypes)
+      for (int64_t cols : widths) {
+        const int64_t rows = cols > 10000 ? 5 : cols > 1000 ? 9 : 37;
+        const onorm_dtype out = cols % 2 ? (in == ONORM_F32 ? ONORM_BF16 : ONORM_F32) : in;
+        run_case(ctx, {op, in, out, rows, cols, cols, cols, false, 0, true}, rng);
+        run_case(ctx, {op, in, in == ONORM_F32 ? ONORM_F16 : in, rows, cols, cols + 3, cols + 1, false, 0, cols % 3 == 0}, rng);
+        run_case(ctx, {op, in, in, rows, cols, cols + 8, cols + 8, true, 0, true}, rng);
+        cases += 3;
+      }
+  for (Op op : kOps)
+    for (int64_t cols : special_widths)
+      for (int special : {1, 2, 3}) {
+        if (special == 2 && (op == Op::layer_norm || op == Op::rms_norm)) continue;  // variance overflows f32
+        run_case(ctx, {op, ONORM_F32, ONORM_F32, 10, cols, cols, cols, false, special, false}, rng);
+        run_case(ctx, {op, ONORM_BF16, ONORM_F32, 10, cols, cols, cols, false, special, false}, rng);
+        cases += 2;
+      }
+  if (big) {
+    // Rows longer than the co-resident grid take the two-read schedule; 2^24 + 7 columns
+    // check the statistics past f32 integer range.
+    for (Op op : kOps) {
+      run_case(ctx, {op, ONORM_F32, ONORM_F32, 2, 6000000, 6000000, 6000000, false, 0, true}, rng);
+      run_case(ctx, {op, ONORM_BF16, ONORM_BF16, 1, (int64_t(1) << 24) + 7, (int64_t(1) << 24) + 7,
+                     (int64_t(1) << 24) + 7, false, op == Op::layer_norm ? 3 : 0, false}, rng);
+      cases += 2;
+    }
+  }
+  std::printf("check: %d cases, %d failures\n", cases, failures);
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* csv = nullptr;
+  bool do_check = false, quick = false, big = false, small = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
+    else if (!std::strcmp(argv[i], "--check")) do_check = true;
+    else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--big")) big = true;
+    else if (!std::strcmp(argv[i], "--sanitize")) small = true;
+  }
+  if (onorm_backend_device_count(ONORM_BACKEND_CUDA) <= 0) {
+    std::printf("SKIP: no CUDA device: %s\n", onorm_backend_unavailable_reason(ONORM_BACKEND_CUDA));
+    return 77;
+  }
+  onorm_context ctx = nullptr;
+  OK(onorm_create(ONORM_BACKEND_CUDA, 0, &ctx));
+  std::printf("backend: %s\n", onorm_backend_name(ctx));
+  const int rc = do_check ? check(ctx, big, small) : bench(ctx, csv, quick);
+  onorm_destroy(ctx);
+  return rc;
+}

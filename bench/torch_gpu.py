@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""PyTorch eager and torch.compile on the same shapes as bench/cuda (onorm_bench_cuda).
+
+  python3 bench/torch_gpu.py --warm                      compile every case (fills Inductor's cache)
+  python3 bench/torch_gpu.py --csv T.csv [--onorm-csv O.csv --md TABLE.md]
+        time every case with triton.testing.do_bench (median, L2 flushed between runs), with a
+        device-to-device copy of the same bytes as reference; with --onorm-csv, print the
+        side-by-side table (onorm vs eager vs torch.compile).
+Effective bandwidth counts x read + y written once, like the C++ benchmark.
+"""
+import argparse
+import csv
+import os
+import sys
+import time
+
+WIDTHS = [64, 128, 512, 1024, 4096, 8192, 16384, 32768, 131072, 262144, 1048576]
+OPS = ["softmax", "log_softmax", "layer_norm", "rms_norm"]
+TARGET = 256 << 20  # bytes moved per call
+
+
+def make_fn(op, cols):
+    import torch
+    import torch.nn.functional as F
+    if op == "softmax":
+        return lambda x, w, b: torch.softmax(x, dim=-1)
+    if op == "log_softmax":
+        return lambda x, w, b: torch.log_softmax(x, dim=-1)
+    if op == "layer_norm":
+        return lambda x, w, b: F.layer_norm(x, (cols,), w, b, 1e-5)
+    return lambda x, w, b: F.rms_norm(x, (cols,), w, 1e-5)
+
+
+def cases():
+    for dt in ("f32", "bf16"):
+        for cols in WIDTHS:
+            for op in OPS:
+                yield op, dt, cols
+
+
+def tensors(dt, cols):
+    import torch
+    dtype = torch.float32 if dt == "f32" else torch.bfloat16
+    es = 4 if dt == "f32" else 2
+    rows = max(1, (TARGET // 2 + cols * es - 1) // (cols * es))
+    x = (torch.rand(rows, cols, device="cuda", dtype=torch.float32) * 8 - 4).to(dtype)
+    w = torch.rand(cols, device="cuda", dtype=dtype)
+    b = torch.rand(cols, device="cuda", dtype=dtype)
+    return x, w, b, rows, rows * cols * es
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--warm", action="store_true")
+    ap.add_argument("--csv")
+    ap.add_argument("--onorm-csv")
+    ap.add_argument("--md")
+    ap.add_argument("--no-compile", action="store_true")
+    args = ap.parse_args()
+
+    import torch
+    import triton.testing
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.cuda.get_device_name(0)
+    compiled = {}
+
+    def get_compiled(op, dt, cols):
+        key = (op, dt, cols)
+        if key not in compiled:
+            compiled[key] = torch.compile(make_fn(op, cols), dynamic=False)
+        return compiled[key]
+
+    rows_out = []
+    t_start = time.time()
+    for dt in ("f32", "bf16"):
+        for cols in WIDTHS:
+            x, w, b, rows, nbytes = tensors(dt, cols)
+            y = torch.empty_like(x)
+            if not args.warm:
+                copy_ms = triton.testing.do_bench(lambda: y.copy_(x), warmup=25, rep=100, return_mode="median")
+                copy_tbps = 2 * nbytes / (copy_ms * 1e-3) / 1e12
+            for op in OPS:
+                eager = make_fn(op, cols)
+                fns = {"eager": eager}
+                if not args.no_compile:
+                    fns["compile"] = get_compiled(op, dt, cols)
+                    fns["compile"](x, w, b)  # compile (or load from cache)
+                if args.warm:
+                    continue
+                rec = {"device": dev, "op": op, "dtype": dt, "cols": cols, "rows": rows, "copy_tbps": copy_tbps}
+                for name, fn in fns.items():
+                    ms = triton.testing.do_bench(lambda: fn(x, w, b), warmup=25, rep=100, return_mode="median")
+                    rec[name + "_ms"] = ms
+                    rec[name + "_tbps"] = 2 * nbytes / (ms * 1e-3) / 1e12
+                rows_out.append(rec)
+                print(f"{op:12s} {dt:5s} {cols:8d} copy {copy_tbps:.3f} eager {rec['eager_tbps']:.3f}"
+                      + (f" compile {rec['compile_tbps']:.3f}" if "compile_tbps" in rec else ""), flush=True)
+            del x, y, w, b
+            torch.cuda.empty_cache()
+    print(f"torch_gpu: {time.time() - t_start:.0f} s", file=sys.stderr)
+    if args.warm:
+        return
+    if args.csv:
+        keys = ["device", "op", "dtype", "cols", "rows", "copy_tbps", "eager_ms", "eager_tbps", "compile_ms", "compile_tbps"]
+        with open(args.csv, "w", newline="") as f:
+            wr = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
+            wr.writeheader()
+            for r in rows_out:
+                wr.writerow(r)
+    if args.onorm_csv and os.path.exists(args.onorm_csv):
+        ours = {}
+        with open(args.onorm_csv) as f:
+            for r in csv.DictReader(f):
+                ours[(r["op"], r["dtype"], int(r["cols"]))] = r
+        lines = [f"Device: {dev}. TB/s = (bytes of x + bytes of y) / time; % copy against a device-to-device copy "
+                 "of the same bytes in the same process (onorm: cudaMemcpyAsync; torch: Tensor.copy_).", "",
+                 "| op | dtype | cols | rows | onorm TB/s | onorm % copy | eager TB/s | compile TB/s | x eager | x compile |",
+                 "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in rows_out:
+            o = ours.get((r["op"], r["dtype"], r["cols"]))
+            if not o:
+                continue
+            ot = float(o["tbps"])
+            ct = r.get("compile_tbps")
+            lines.append(f"| {r['op']} | {r['dtype']} | {r['cols']} | {r['rows']} | {ot:.2f} | {float(o['pct_copy']):.0f}% "
+                         f"| {r['eager_tbps']:.2f} | {ct:.2f} | {ot / r['eager_tbps']:.2f} | {ot / ct:.2f} |"
+                         if ct else
+                         f"| {r['op']} | {r['dtype']} | {r['cols']} | {r['rows']} | {ot:.2f} | {float(o['pct_copy']):.0f}% "
+                         f"| {r['eager_tbps']:.2f} | - | {ot / r['eager_tbps']:.2f} | - |")
+        text = "\n".join(lines) + "\n"
+        print(text)
+        if args.md:
+            with open(args.md, "w") as f:
+                f.write(text)
+
+
+if __name__ == "__main__":
+    main()

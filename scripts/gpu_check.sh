@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The GPU machine's whole check, in one call (device time is scarce):
+#   configure + build with CUDA (Release), ctest, the CUDA smoke check (+ long rows),
+#   compute-sanitizer memcheck and racecheck over the CUDA check, the CUDA benchmark,
+#   PyTorch eager / torch.compile on the same shapes, and a summary table printed last.
+#
+#   scripts/gpu_check.sh --prepare      HERE (dev machine): stage what the GPU machine lacks
+#                                       (Highway 1.0.3 from Debian's libhwy-dev) into .deps/,
+#                                       an ignored folder to name in the run tool's `carry`.
+#   scripts/gpu_check.sh [--no-bench] [--no-torch] [--no-sanitize]
+#                                       THERE, from the repo root; logs and CSVs go to $OUT.
+#
+# The GPU machine (Ubuntu 24.04 image) has cmake, ninja, nvcc 13, gtest, benchmark and
+# python3 with torch + triton, but no Highway: the CPU backend needs it, so it travels in
+# .deps/hwy (headers, the three shared libraries, the CMake package) with the same layout as
+# Debian's, found through hwy_DIR, loaded through LD_LIBRARY_PATH.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--prepare" ]; then
+  dst=.deps/hwy/usr
+  rm -rf .deps/hwy
+  mkdir -p "$dst/include" "$dst/lib/x86_64-linux-gnu/cmake"
+  cp -r /usr/include/hwy "$dst/include/"
+  cp -r /usr/lib/x86_64-linux-gnu/cmake/hwy "$dst/lib/x86_64-linux-gnu/cmake/"
+  for l in libhwy libhwy_contrib libhwy_test; do
+    cp -L /usr/lib/x86_64-linux-gnu/$l.so.1.0.3 "$dst/lib/x86_64-linux-gnu/"
+    ln -sf $l.so.1.0.3 "$dst/lib/x86_64-linux-gnu/$l.so.1"
+    ln -sf $l.so.1 "$dst/lib/x86_64-linux-gnu/$l.so"
+  done
+  grep -qx '/.deps/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.deps/' >> .git/info/exclude; }
+  du -sh .deps
+  exit 0
+fi
+
+bench=1; torch=1; sanitize=1
+for a in "$@"; do
+  case "$a" in
+    --no-bench) bench=0 ;;
+    --no-torch) torch=0 ;;
+    --no-sanitize) sanitize=0 ;;
+  esac
+done
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+export PATH=/usr/local/cuda/bin:$PATH
+export PYTHONUNBUFFERED=1
+B=build-gpu
+extra=()
+if [ -d .deps/hwy ]; then
+  extra+=(-Dhwy_DIR="$PWD/.deps/hwy/usr/lib/x86_64-linux-gnu/cmake/hwy")
+  export LD_LIBRARY_PATH="$PWD/.deps/hwy/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/build.log"
+
+# torch.compile's kernels compile on the CPUs while CUDA builds; the timing run loads them
+# from Inductor's on-disk cache.
+torch_pid=""
+if [ $torch = 1 ] && [ $bench = 1 ]; then
+  python3 bench/torch_gpu.py --warm > "$OUT/torch.log" 2>&1 &
+  torch_pid=$!
+fi
+
+t0=$(date +%s)
+status_build=ok
+{ cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DONLINENORM_WITH_CUDA=ON -DONLINENORM_WITH_HIP=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DONLINENORM_CUDA_PTXAS_VERBOSE=ON "${extra[@]}" &&
+  cmake --build $B -j16; } >> "$OUT/build.log" 2>&1 || status_build=FAILED
+echo "build: $status_build ($(( $(date +%s) - t0 )) s)"
+if [ $status_build != ok ]; then
+  grep -E "error|Error" "$OUT/build.log" | head -40
+fi
+
+status_ctest=skipped
+if [ -x $B/bin/onorm_bench_cuda ] || [ $status_build = ok ]; then
+  t0=$(date +%s)
+  timeout 420 ctest --test-dir $B --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 && status_ctest=ok || status_ctest=FAILED
+  echo "ctest: $status_ctest ($(( $(date +%s) - t0 )) s)"
+  grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Skipped|Not Run|Timeout" "$OUT/ctest.log" | head -30
+fi
+
+status_check=skipped
+if [ -x $B/bin/onorm_bench_cuda ]; then
+  t0=$(date +%s)
+  { $B/bin/onorm_bench_cuda --check && $B/bin/onorm_bench_cuda --check --big; } > "$OUT/check.log" 2>&1 \
+    && status_check=ok || status_check=FAILED
+  echo "check: $status_check ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|check:" "$OUT/check.log" | head -20
+fi
+
+status_mem=skipped; status_race=skipped
+if [ $sanitize = 1 ] && [ -x $B/bin/onorm_bench_cuda ]; then
+  t0=$(date +%s)
+  timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/onorm_bench_cuda --check --sanitize \
+    > "$OUT/sanitizer.log" 2>&1 && status_mem=ok || status_mem="FAILED($?)"
+  timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/onorm_bench_cuda --check --sanitize \
+    >> "$OUT/sanitizer.log" 2>&1 && status_race=ok || status_race="FAILED($?)"
+  echo "sanitizer: memcheck $status_mem racecheck $status_race ($(( $(date +%s) - t0 )) s)"
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|check:" "$OUT/sanitizer.log" | head
+fi
+
+if [ $bench = 1 ] && [ -x $B/bin/onorm_bench_cuda ]; then
+  $B/bin/onorm_bench_cuda --csv "$OUT/onorm.csv" > "$OUT/bench.log" 2>&1 || echo "bench: FAILED"
+  if [ -n "$torch_pid" ]; then
+    wait "$torch_pid"
+    python3 bench/torch_gpu.py --csv "$OUT/torch.csv" --onorm-csv "$OUT/onorm.csv" --md "$OUT/table.md" \
+      >> "$OUT/torch.log" 2>&1 || echo "torch: FAILED (see torch.log)"
+  fi
+fi
+
+echo "================ summary ================"
+echo "build $status_build | ctest $status_ctest | check $status_check | memcheck $status_mem | racecheck $status_race"
+if [ -f "$OUT/table.md" ]; then
+  cat "$OUT/table.md"
+elif [ -f "$OUT/bench.log" ]; then
+  cat "$OUT/bench.log"
+fi
