@@ -65,7 +65,7 @@ t0=$(date +%s)
 status_build=ok
 { cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DONLINENORM_WITH_CUDA=ON -DONLINENORM_WITH_HIP=OFF \
     -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DONLINENORM_CUDA_PTXAS_VERBOSE=ON "${extra[@]}" &&
-  cmake --build $B -j16; } >> "$OUT/build.log" 2>&1 || status_build=FAILED
+  cmake --build $B -j16 -- -k 0; } >> "$OUT/build.log" 2>&1 || status_build=FAILED
 echo "build: $status_build ($(( $(date +%s) - t0 )) s)"
 if [ $status_build != ok ]; then
   grep -E "error|Error" "$OUT/build.log" | head -40
