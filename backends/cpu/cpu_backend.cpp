@@ -1,19 +1,36 @@
-// The CPU backend's entry in the registry: the module table, threads over rows.
+// The CPU backend's entry in the registry: the module table, the choice of SIMD target per
+// context, and the spreading of a request over OpenMP threads.
+//
+// Threads: rows are spread over threads when there are at least as many rows as threads;
+// otherwise long rows are split into their fixed chunks, whose states are computed in
+// parallel, merged in the fixed tree, and written in parallel. Which path runs never changes
+// the arithmetic (same chunks, same merge tree, same per-element formula), so the result is
+// bitwise the same for every thread count.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "backend_interface.h"
+#include "kernels.hpp"
 #include "scalar_rows.hpp"
 
 namespace onorm {
 namespace cpu {
 namespace {
 
+// Streaming (non-temporal) stores once the output is too large to stay in cache.
+constexpr int64_t kStreamBytes = int64_t(16) << 20;
+// Rows at least this long are split over threads when there are fewer rows than threads.
+constexpr int64_t kSplitCols = 4 * kChunk;
+
 struct CpuContext {
+  TargetInfo target;
+  size_t index;  // entry in the HWY_EXPORT tables
   std::string name;
 };
 
@@ -24,8 +41,17 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
     std::snprintf(err, err_len, "cpu backend has one device (0); asked for %d", device);
     return ONORM_ERROR_BACKEND_UNAVAILABLE;
   }
+  const char* cap = std::getenv("ONLINENORM_CPU_TARGET");
+  TargetInfo target;
+  if (!choose_target(cap, target)) {
+    std::snprintf(err, err_len, "ONLINENORM_CPU_TARGET='%s' is not a Highway target name; valid names: %s", cap,
+                  known_target_names().c_str());
+    return ONORM_ERROR_INVALID_ARGUMENT;
+  }
   auto* ctx = new CpuContext;
-  ctx->name = "cpu (scalar, " + std::to_string(omp_get_max_threads()) + " threads)";
+  ctx->target = target;
+  ctx->index = target_index(target.bit);
+  ctx->name = std::string("cpu (") + target.name + ", " + std::to_string(omp_get_max_threads()) + " threads)";
   *impl = ctx;
   return ONORM_OK;
 }
@@ -39,10 +65,59 @@ int supports_dtype(void*, onorm_dtype dtype, int) {
   return dtype == ONORM_F32 || dtype == ONORM_F16 || dtype == ONORM_BF16 || dtype == ONORM_F64;
 }
 
-onorm_status run(void*, const onorm_request* q, char*, size_t) {
-  const int64_t rows = q->x.rows;
+void run_scalar(const onorm_request& q) {
+  const int64_t rows = q.x.rows;
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) scalar_run_rows(*q, r, r + 1);
+  for (int64_t r = 0; r < rows; ++r) scalar_run_rows(q, r, r + 1);
+}
+
+// Fewer rows than threads and long rows: every chunk of every row is a task.
+void run_split(const CpuContext& c, const onorm_request& q, bool stream) {
+  const int64_t rows = q.x.rows, cols = q.x.cols;
+  const int64_t chunks = (cols + kChunk - 1) / kChunk;
+  std::vector<ChunkState> states(static_cast<size_t>(rows * chunks));
+  const int64_t tasks = rows * chunks;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t r = t / chunks, k = t % chunks;
+    simd_chunk_stats(c.index, q, r, k, k + 1, states.data() + t);
+  }
+  std::vector<RowFinal> finals(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const ChunkState merged = merge_states(q.op, states.data() + r * chunks, chunks);
+    finals[static_cast<size_t>(r)] = final_of(q, merged);
+    if (q.mean) q.mean[r] = finals[static_cast<size_t>(r)].a;
+    if (q.rstd) q.rstd[r] = finals[static_cast<size_t>(r)].b;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t r = t / chunks, k = t % chunks;
+    const int64_t c0 = k * kChunk, c1 = std::min(cols, c0 + kChunk);
+    simd_write_cols(c.index, q, r, c0, c1, finals[static_cast<size_t>(r)], stream);
+  }
+}
+
+onorm_status run(void* impl, const onorm_request* request, char*, size_t) {
+  const CpuContext& c = *static_cast<const CpuContext*>(impl);
+  const onorm_request& q = *request;
+  if (!simd_supports(c.index, q.x.dtype, q.y.dtype)) {  // f64, or f16 without F16C
+    run_scalar(q);
+    return ONORM_OK;
+  }
+  const int64_t rows = q.x.rows, cols = q.x.cols;
+  const int threads = omp_get_max_threads();
+  const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.y.dtype == ONORM_F32 ? 4 : 2);
+  const bool stream = out_bytes >= kStreamBytes;
+  if (rows < threads && cols >= kSplitCols && cols > kScratchCols) {
+    run_split(c, q, stream);
+    return ONORM_OK;
+  }
+#pragma omp parallel
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+    if (r1 > r0) simd_run_rows(c.index, q, r0, r1, stream);
+  }
   return ONORM_OK;
 }
 
@@ -72,12 +147,9 @@ extern "C" const onorm_backend_module* onorm_cpu_backend_module(void) { return &
 
 }  // namespace onorm
 
-// Placeholder until the Highway kernels land: the scalar kernels are the only target.
 extern "C" ONORM_API int onorm_cpu_targets(const char** names, int capacity) {
-  if (capacity > 0 && names) names[0] = "SCALAR";
-  return 1;
+  const std::vector<onorm::cpu::TargetInfo>& list = onorm::cpu::available_targets();
+  const int count = static_cast<int>(list.size());
+  for (int i = 0; i < count && i < capacity && names; ++i) names[i] = list[static_cast<size_t>(i)].name;
+  return count;
 }
-
-namespace onorm {
-
-}  // namespace onorm

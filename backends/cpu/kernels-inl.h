@@ -1,0 +1,536 @@
+// Per-target SIMD kernels of the CPU backend (Highway). Included once per target by
+// kernels.cpp through foreach_target.h; everything here lives in onorm::cpu::HWY_NAMESPACE.
+//
+// Row algorithm (both whole-row and split-row paths use the same per-chunk and per-element
+// arithmetic, so the result does not depend on how rows are spread over threads):
+//   - a row is cut into chunks of kChunk columns; each chunk's state is computed while the
+//     chunk sits in L1 (max then sum of exp; sum then sum of squared deviations; sum of squares),
+//     then the chunk states are merged with core::merge_pairwise in a fixed tree;
+//   - the write pass rewrites every element from the row's final state.
+// Accumulation is f32 (inputs f32, bf16, f16). Stores round to nearest even.
+
+// Per-target include guard (see hwy/examples/skeleton-inl.h).
+#if defined(ONORM_CPU_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ONORM_CPU_KERNELS_INL_H_
+#undef ONORM_CPU_KERNELS_INL_H_
+#else
+#define ONORM_CPU_KERNELS_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "hwy/cache_control.h"
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "kernels.hpp"
+#include "onlinenorm/core/element.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace onorm {
+namespace cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// f16 in SIMD only where the hardware converts (F16C: round to nearest even, NaN and inf
+// exact); elsewhere Highway 1.0.3 emulates with truncation, so those targets use the scalar
+// kernels for f16.
+#undef ONORM_SIMD_F16
+#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX2) && !defined(HWY_DISABLE_F16C)
+#define ONORM_SIMD_F16 1
+#else
+#define ONORM_SIMD_F16 0
+#endif
+// Non-temporal stores where Highway maps Stream to a real streaming store.
+#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_SSE4)
+constexpr bool kCanStream = true;
+#else
+constexpr bool kCanStream = false;
+#endif
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+
+// ---------------------------------------------------------------------------------------
+// Element I/O: load Lanes(DF) elements as f32, store f32 lanes rounded to the storage type.
+template <typename T>
+struct Io;
+
+template <>
+struct Io<float> {
+  static HWY_INLINE VF Load(DF d, const float* p) { return hn::LoadU(d, p); }
+  static HWY_INLINE void Store(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
+  static HWY_INLINE void Stream(DF d, VF v, float* p) { hn::Stream(v, d, p); }
+};
+
+template <>
+struct Io<core::bf16_bits> {
+  using D16 = hn::Rebind<uint16_t, DF>;
+  static HWY_INLINE VF Load(DF d, const core::bf16_bits* p) {
+    const D16 d16;
+    const hn::RebindToUnsigned<DF> du;
+    const auto u16 = hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p));
+    return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, u16)));
+  }
+  // Round to nearest even (Highway 1.0.3's DemoteTo truncates); NaN stays a quiet NaN.
+  static HWY_INLINE hn::Vec<D16> Round(DF d, VF v) {
+    const hn::RebindToUnsigned<DF> du;
+    const hn::RebindToSigned<DF> di;
+    const auto u = hn::BitCast(du, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du, 0x7fffu)), lsb));
+    const auto quiet = hn::ShiftRight<16>(hn::Or(u, hn::Set(du, 0x00400000u)));
+    const auto r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+    (void)d;
+    return hn::DemoteTo(D16(), hn::BitCast(di, r));  // values <= 0xffff: no saturation
+  }
+  static HWY_INLINE void Store(DF d, VF v, core::bf16_bits* p) {
+    hn::StoreU(Round(d, v), D16(), reinterpret_cast<uint16_t*>(p));
+  }
+  static HWY_INLINE void Stream(DF d, VF v, core::bf16_bits* p) {
+    hn::Stream(Round(d, v), D16(), reinterpret_cast<uint16_t*>(p));
+  }
+};
+
+#if ONORM_SIMD_F16
+template <>
+struct Io<core::f16_bits> {
+  using DH = hn::Rebind<hwy::float16_t, DF>;
+  using D16 = hn::Rebind<uint16_t, DF>;
+  static HWY_INLINE VF Load(DF d, const core::f16_bits* p) {
+    return hn::PromoteTo(d, hn::LoadU(DH(), reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+  static HWY_INLINE void Store(DF d, VF v, core::f16_bits* p) {
+    (void)d;
+    hn::StoreU(hn::DemoteTo(DH(), v), DH(), reinterpret_cast<hwy::float16_t*>(p));
+  }
+  static HWY_INLINE void Stream(DF d, VF v, core::f16_bits* p) {
+    (void)d;
+    hn::Stream(hn::BitCast(D16(), hn::DemoteTo(DH(), v)), D16(), reinterpret_cast<uint16_t*>(p));
+  }
+};
+#endif
+
+// Fewer than Lanes(d) elements: through a buffer, never touching memory past the end.
+template <typename In>
+HWY_INLINE VF LoadTail(DF d, const In* p, size_t n, float pad) {
+  HWY_ALIGN In buf[kMaxLanes];
+  std::memset(static_cast<void*>(buf), 0, sizeof buf);
+  std::memcpy(static_cast<void*>(buf), static_cast<const void*>(p), n * sizeof(In));
+  return hn::IfThenElse(hn::FirstN(d, n), Io<In>::Load(d, buf), hn::Set(d, pad));
+}
+template <typename Out>
+HWY_INLINE void StoreTail(DF d, VF v, Out* p, size_t n) {
+  HWY_ALIGN Out buf[kMaxLanes];
+  Io<Out>::Store(d, v, buf);
+  std::memcpy(static_cast<void*>(p), static_cast<const void*>(buf), n * sizeof(Out));
+}
+
+template <typename In>
+HWY_INLINE float LoadScalar(const In& v) {
+  return core::element<In>::load(v);
+}
+
+// ---------------------------------------------------------------------------------------
+// Chunk reductions (n <= kChunk elements, in L1 after the first pass).
+
+// Max over the chunk; `check` becomes NaN when the sum of the elements is NaN, i.e. when the
+// chunk holds a NaN (which Max may drop) or both infinities: the caller then looks closer.
+template <typename In>
+HWY_INLINE float ChunkMax(DF d, const In* HWY_RESTRICT x, size_t n, float& check) {
+  const size_t N = hn::Lanes(d);
+  VF m0 = hn::Set(d, -kInf), m1 = m0, m2 = m0, m3 = m0;
+  VF s0 = hn::Zero(d), s1 = s0;
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const VF a = Io<In>::Load(d, x + i), b = Io<In>::Load(d, x + i + N);
+    const VF c = Io<In>::Load(d, x + i + 2 * N), e = Io<In>::Load(d, x + i + 3 * N);
+    m0 = hn::Max(m0, a);
+    m1 = hn::Max(m1, b);
+    m2 = hn::Max(m2, c);
+    m3 = hn::Max(m3, e);
+    s0 = hn::Add(s0, hn::Add(a, b));
+    s1 = hn::Add(s1, hn::Add(c, e));
+  }
+  for (; i + N <= n; i += N) {
+    const VF a = Io<In>::Load(d, x + i);
+    m0 = hn::Max(m0, a);
+    s0 = hn::Add(s0, a);
+  }
+  if (i < n) {
+    const VF a = LoadTail(d, x + i, n - i, -kInf);
+    m0 = hn::Max(m0, a);
+    s1 = hn::Add(s1, LoadTail(d, x + i, n - i, 0.0f));
+  }
+  check = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  return hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
+}
+
+template <typename In>
+HWY_INLINE bool ChunkHasNaN(const In* x, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (std::isnan(LoadScalar(x[i]))) return true;
+  return false;
+}
+
+// Sum of exp(x - m); with kStore also writes exp(x - m) to e (f32).
+template <bool kStore, typename In>
+HWY_INLINE float ChunkExpSum(DF d, const In* HWY_RESTRICT x, size_t n, float m, float* HWY_RESTRICT e) {
+  const size_t N = hn::Lanes(d);
+  const VF vm = hn::Set(d, m);
+  VF s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const VF a = hn::Exp(d, hn::Sub(Io<In>::Load(d, x + i), vm));
+    const VF b = hn::Exp(d, hn::Sub(Io<In>::Load(d, x + i + N), vm));
+    const VF c = hn::Exp(d, hn::Sub(Io<In>::Load(d, x + i + 2 * N), vm));
+    const VF f = hn::Exp(d, hn::Sub(Io<In>::Load(d, x + i + 3 * N), vm));
+    if (kStore) {
+      hn::StoreU(a, d, e + i);
+      hn::StoreU(b, d, e + i + N);
+      hn::StoreU(c, d, e + i + 2 * N);
+      hn::StoreU(f, d, e + i + 3 * N);
+    }
+    s0 = hn::Add(s0, a);
+    s1 = hn::Add(s1, b);
+    s2 = hn::Add(s2, c);
+    s3 = hn::Add(s3, f);
+  }
+  for (; i + N <= n; i += N) {
+    const VF a = hn::Exp(d, hn::Sub(Io<In>::Load(d, x + i), vm));
+    if (kStore) hn::StoreU(a, d, e + i);
+    s0 = hn::Add(s0, a);
+  }
+  if (i < n) {
+    const VF a = hn::Exp(d, hn::Sub(LoadTail(d, x + i, n - i, -kInf), vm));
+    if (kStore) StoreTail(d, a, e + i, n - i);
+    s1 = hn::Add(s1, a);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+}
+
+// Softmax chunk state (max, sum exp(x - max)); with e != nullptr, e gets exp(x - max) (or the
+// value the write pass must produce for special chunks: 0 for an empty chunk, NaN for NaN).
+template <typename In>
+HWY_INLINE core::MaxSum<float> SoftmaxChunk(DF d, const In* x, size_t n, float* e) {
+  float check = 0;
+  const float m = ChunkMax(d, x, n, check);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  if ((std::isnan(check) && ChunkHasNaN(x, n)) || std::isnan(m) || m == kInf) {
+    // NaN (or +inf: exp(inf - inf)) makes the row NaN, as core::MaxSum's push would.
+    if (e) std::fill(e, e + n, nan);
+    return core::MaxSum<float>::of(m == kInf ? kInf : nan, nan);
+  }
+  if (m == -kInf) {
+    if (e) std::fill(e, e + n, 0.0f);
+    return core::MaxSum<float>::identity();
+  }
+  const float s = e ? ChunkExpSum<true>(d, x, n, m, e) : ChunkExpSum<false>(d, x, n, m, nullptr);
+  return core::MaxSum<float>::of(m, s);
+}
+
+template <typename In>
+HWY_INLINE core::Welford<float> WelfordChunk(DF d, const In* HWY_RESTRICT x, size_t n) {
+  const size_t N = hn::Lanes(d);
+  // Sum relative to the chunk's first element, so rows like 1e4 + N(0,1) keep their digits.
+  const float shift = LoadScalar(x[0]);
+  const VF vsh = hn::Set(d, shift);
+  VF s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    s0 = hn::Add(s0, hn::Sub(Io<In>::Load(d, x + i), vsh));
+    s1 = hn::Add(s1, hn::Sub(Io<In>::Load(d, x + i + N), vsh));
+    s2 = hn::Add(s2, hn::Sub(Io<In>::Load(d, x + i + 2 * N), vsh));
+    s3 = hn::Add(s3, hn::Sub(Io<In>::Load(d, x + i + 3 * N), vsh));
+  }
+  for (; i + N <= n; i += N) s0 = hn::Add(s0, hn::Sub(Io<In>::Load(d, x + i), vsh));
+  if (i < n) s1 = hn::Add(s1, hn::Sub(LoadTail(d, x + i, n - i, shift), vsh));  // padding adds 0
+  const float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  const float mean = shift + sum / static_cast<float>(n);
+  // Second pass over the cached chunk: squared deviations from the chunk mean.
+  const VF vm = hn::Set(d, mean);
+  s0 = s1 = s2 = s3 = hn::Zero(d);
+  i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const VF a = hn::Sub(Io<In>::Load(d, x + i), vm), b = hn::Sub(Io<In>::Load(d, x + i + N), vm);
+    const VF c = hn::Sub(Io<In>::Load(d, x + i + 2 * N), vm), f = hn::Sub(Io<In>::Load(d, x + i + 3 * N), vm);
+    s0 = hn::MulAdd(a, a, s0);
+    s1 = hn::MulAdd(b, b, s1);
+    s2 = hn::MulAdd(c, c, s2);
+    s3 = hn::MulAdd(f, f, s3);
+  }
+  for (; i + N <= n; i += N) {
+    const VF a = hn::Sub(Io<In>::Load(d, x + i), vm);
+    s0 = hn::MulAdd(a, a, s0);
+  }
+  if (i < n) {
+    const VF a = hn::Sub(LoadTail(d, x + i, n - i, mean), vm);  // padding deviates by 0
+    s1 = hn::MulAdd(a, a, s1);
+  }
+  const float m2 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  return core::Welford<float>::of(static_cast<int64_t>(n), mean, m2);
+}
+
+template <typename In>
+HWY_INLINE core::SumSq<float> SumSqChunk(DF d, const In* HWY_RESTRICT x, size_t n) {
+  const size_t N = hn::Lanes(d);
+  VF s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const VF a = Io<In>::Load(d, x + i), b = Io<In>::Load(d, x + i + N);
+    const VF c = Io<In>::Load(d, x + i + 2 * N), f = Io<In>::Load(d, x + i + 3 * N);
+    s0 = hn::MulAdd(a, a, s0);
+    s1 = hn::MulAdd(b, b, s1);
+    s2 = hn::MulAdd(c, c, s2);
+    s3 = hn::MulAdd(f, f, s3);
+  }
+  for (; i + N <= n; i += N) {
+    const VF a = Io<In>::Load(d, x + i);
+    s0 = hn::MulAdd(a, a, s0);
+  }
+  if (i < n) {
+    const VF a = LoadTail(d, x + i, n - i, 0.0f);
+    s1 = hn::MulAdd(a, a, s1);
+  }
+  const float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  return core::SumSq<float>::of(static_cast<int64_t>(n), s);
+}
+
+template <typename In>
+HWY_INLINE ChunkState ChunkStateOf(DF d, onorm_op op, const In* x, size_t n) {
+  ChunkState s;
+  std::memset(static_cast<void*>(&s), 0, sizeof s);
+  switch (op) {
+    case ONORM_OP_SOFTMAX:
+    case ONORM_OP_LOG_SOFTMAX: s.ms = SoftmaxChunk(d, x, n, nullptr); break;
+    case ONORM_OP_LAYER_NORM: s.w = WelfordChunk(d, x, n); break;
+    case ONORM_OP_RMS_NORM: s.ss = SumSqChunk(d, x, n); break;
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// Write pass: y[i] = f(x[i], g[i], b[i]) for i in [0, n), with optional streaming stores.
+template <bool kG, bool kB, typename Tx, typename Tg, typename Out, class F>
+HWY_INLINE void MapRange(DF d, const Tx* HWY_RESTRICT x, const Tg* g, const Tg* b, Out* y, size_t n,
+                         bool stream, const F& f) {
+  const size_t N = hn::Lanes(d);
+  const VF one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  size_t i = 0;
+  auto partial = [&](size_t at, size_t count) {
+    const VF xv = LoadTail(d, x + at, count, 0.0f);
+    const VF gv = kG ? LoadTail(d, g + at, count, 1.0f) : one;
+    const VF bv = kB ? LoadTail(d, b + at, count, 0.0f) : zero;
+    StoreTail(d, f(xv, gv, bv), y + at, count);
+  };
+  auto full = [&](size_t at) {
+    const VF xv = Io<Tx>::Load(d, x + at);
+    const VF gv = kG ? Io<Tg>::Load(d, g + at) : one;
+    const VF bv = kB ? Io<Tg>::Load(d, b + at) : zero;
+    return f(xv, gv, bv);
+  };
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(y);
+  if (kCanStream && stream && addr % sizeof(Out) == 0) {
+    const size_t vbytes = N * sizeof(Out);
+    size_t head = ((vbytes - addr % vbytes) % vbytes) / sizeof(Out);
+    if (head > n) head = n;
+    if (head) partial(0, head);
+    i = head;
+    for (; i + N <= n; i += N) Io<Out>::Stream(d, full(i), y + i);
+  }
+  for (; i + N <= n; i += N) Io<Out>::Store(d, full(i), y + i);
+  if (i < n) partial(i, n - i);
+}
+
+template <typename Tx, typename In, typename Out, class F>
+HWY_INLINE void MapNoAffine(DF d, const Tx* x, Out* y, size_t n, bool stream, const F& f) {
+  MapRange<false, false, Tx, In, Out>(d, x, static_cast<const In*>(nullptr), static_cast<const In*>(nullptr), y,
+                                      n, stream, f);
+}
+
+// Writes columns [c0, c1) of one row from its final state (x, y point at the row start).
+template <typename In, typename Out>
+HWY_INLINE void WriteRow(DF d, const onorm_request& q, const In* x, Out* y, int64_t c0, int64_t c1,
+                         const RowFinal& fin, bool stream) {
+  const size_t n = static_cast<size_t>(c1 - c0);
+  x += c0;
+  y += c0;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  if (fin.mode != kFinite) {
+    const float v = fin.mode == kAllZero ? 0.0f : fin.mode == kAllNegInf ? -kInf : nan;
+    const VF vv = hn::Set(d, v);
+    MapNoAffine<In, In>(d, x, y, n, stream, [vv](VF, VF, VF) { return vv; });
+    return;
+  }
+  const VF va = hn::Set(d, fin.a), vb = hn::Set(d, fin.b);
+  switch (q.op) {
+    case ONORM_OP_SOFTMAX:
+      MapNoAffine<In, In>(d, x, y, n, stream,
+                          [d, va, vb](VF xv, VF, VF) { return hn::Mul(hn::Exp(d, hn::Sub(xv, va)), vb); });
+      break;
+    case ONORM_OP_LOG_SOFTMAX:
+      MapNoAffine<In, In>(d, x, y, n, stream, [va, vb](VF xv, VF, VF) { return hn::Sub(hn::Sub(xv, va), vb); });
+      break;
+    case ONORM_OP_LAYER_NORM: {
+      const In* g = q.gamma ? static_cast<const In*>(q.gamma) + c0 : nullptr;
+      const In* b = q.beta ? static_cast<const In*>(q.beta) + c0 : nullptr;
+      auto f = [va, vb](VF xv, VF gv, VF bv) { return hn::MulAdd(hn::Mul(hn::Sub(xv, va), vb), gv, bv); };
+      if (g && b) MapRange<true, true>(d, x, g, b, y, n, stream, f);
+      else if (g) MapRange<true, false>(d, x, g, b, y, n, stream, f);
+      else if (b) MapRange<false, true>(d, x, g, b, y, n, stream, f);
+      else MapRange<false, false>(d, x, g, b, y, n, stream, f);
+      break;
+    }
+    case ONORM_OP_RMS_NORM: {
+      const In* g = q.gamma ? static_cast<const In*>(q.gamma) + c0 : nullptr;
+      auto f = [vb](VF xv, VF gv, VF) { return hn::Mul(hn::Mul(xv, vb), gv); };
+      if (g) MapRange<true, false>(d, x, g, g, y, n, stream, f);
+      else MapRange<false, false>(d, x, g, g, y, n, stream, f);
+      break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Whole rows.
+template <typename In, typename Out>
+void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, bool stream) {
+  const DF d;
+  const int64_t cols = q.x.cols;
+  const int64_t chunks = (cols + kChunk - 1) / kChunk;
+  std::vector<ChunkState> states(static_cast<size_t>(chunks));
+  const bool scratch_softmax = q.op == ONORM_OP_SOFTMAX && cols <= kScratchCols;
+  std::vector<float> scratch(scratch_softmax ? static_cast<size_t>(cols) : 0);
+  std::vector<float> chunk_max(scratch_softmax ? static_cast<size_t>(chunks) : 0);
+  const In* x = static_cast<const In*>(q.x.data);
+  Out* y = static_cast<Out*>(q.y.data);
+  for (int64_t r = r0; r < r1; ++r) {
+    const In* xr = x + r * q.x.row_stride;
+    Out* yr = y + r * q.y.row_stride;
+    if (scratch_softmax) {
+      // One exp per element: e = exp(x - m_chunk) kept in f32, rescaled per chunk at the end.
+      for (int64_t k = 0; k < chunks; ++k) {
+        const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
+        states[k].ms = SoftmaxChunk(d, xr + b, static_cast<size_t>(n), scratch.data() + b);
+        chunk_max[k] = states[k].ms.m;
+      }
+      const ChunkState merged = merge_states(q.op, states.data(), chunks);
+      const RowFinal fin = final_of(q, merged);
+      for (int64_t k = 0; k < chunks; ++k) {
+        const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
+        float scale;
+        if (fin.mode == kAllNaN) scale = std::numeric_limits<float>::quiet_NaN();
+        else if (fin.mode == kAllZero || chunk_max[k] == -kInf) scale = 0.0f;
+        else scale = core::exp_of(chunk_max[k] - fin.a) * fin.b;
+        const VF vs = hn::Set(d, scale);
+        MapNoAffine<float, In>(d, scratch.data() + b, yr + b, static_cast<size_t>(n), stream,
+                               [vs](VF ev, VF, VF) { return hn::Mul(ev, vs); });
+      }
+      continue;
+    }
+    for (int64_t k = 0; k < chunks; ++k) {
+      const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
+      states[k] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n));
+    }
+    const ChunkState merged = merge_states(q.op, states.data(), chunks);
+    RowFinal fin = final_of(q, merged);
+    if (q.mean) q.mean[r] = fin.a;
+    if (q.rstd) q.rstd[r] = fin.b;
+    WriteRow(d, q, xr, yr, 0, cols, fin, stream);
+  }
+}
+
+template <typename In, typename Out>
+void ChunkStatsT(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states) {
+  const DF d;
+  const In* xr = static_cast<const In*>(q.x.data) + r * q.x.row_stride;
+  for (int64_t k = k0; k < k1; ++k) {
+    const int64_t b = k * kChunk, n = std::min(kChunk, q.x.cols - b);
+    states[k - k0] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n));
+  }
+}
+
+template <typename In, typename Out>
+void WriteColsT(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, bool stream) {
+  const DF d;
+  const In* xr = static_cast<const In*>(q.x.data) + r * q.x.row_stride;
+  Out* yr = static_cast<Out*>(q.y.data) + r * q.y.row_stride;
+  WriteRow(d, q, xr, yr, c0, c1, f, stream);
+}
+
+// ---------------------------------------------------------------------------------------
+// Dtype dispatch. Combinations that return false from SimdSupports go to the scalar kernels.
+bool SimdSupports(onorm_dtype in, onorm_dtype out) {
+  auto ok = [](onorm_dtype t) {
+    return t == ONORM_F32 || t == ONORM_BF16 || (ONORM_SIMD_F16 && t == ONORM_F16);
+  };
+  return ok(in) && ok(out);
+}
+
+template <template <typename, typename> class Fn, typename In, typename... Args>
+HWY_INLINE void DispatchOut(onorm_dtype out, Args&&... args) {
+  switch (out) {
+    case ONORM_F32: return Fn<In, float>::Run(args...);
+    case ONORM_BF16: return Fn<In, core::bf16_bits>::Run(args...);
+#if ONORM_SIMD_F16
+    case ONORM_F16: return Fn<In, core::f16_bits>::Run(args...);
+#endif
+    default: return;
+  }
+}
+template <template <typename, typename> class Fn, typename... Args>
+HWY_INLINE void Dispatch(onorm_dtype in, onorm_dtype out, Args&&... args) {
+  switch (in) {
+    case ONORM_F32: return DispatchOut<Fn, float>(out, args...);
+    case ONORM_BF16: return DispatchOut<Fn, core::bf16_bits>(out, args...);
+#if ONORM_SIMD_F16
+    case ONORM_F16: return DispatchOut<Fn, core::f16_bits>(out, args...);
+#endif
+    default: return;
+  }
+}
+
+template <typename In, typename Out>
+struct RunRowsFn {
+  static void Run(const onorm_request& q, int64_t r0, int64_t r1, bool stream) {
+    RunRowsT<In, Out>(q, r0, r1, stream);
+  }
+};
+template <typename In, typename Out>
+struct ChunkStatsFn {
+  static void Run(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* s) {
+    ChunkStatsT<In, Out>(q, r, k0, k1, s);
+  }
+};
+template <typename In, typename Out>
+struct WriteColsFn {
+  static void Run(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, bool stream) {
+    WriteColsT<In, Out>(q, r, c0, c1, f, stream);
+  }
+};
+
+void RunRows(const onorm_request& q, int64_t r0, int64_t r1, bool stream) {
+  Dispatch<RunRowsFn>(q.x.dtype, q.y.dtype, q, r0, r1, stream);
+  if (stream) hwy::FlushStream();
+}
+void ChunkStats(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states) {
+  // Stats depend on the input type only; the output type parameter is fixed to f32.
+  Dispatch<ChunkStatsFn>(q.x.dtype, ONORM_F32, q, r, k0, k1, states);
+}
+void WriteCols(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, bool stream) {
+  Dispatch<WriteColsFn>(q.x.dtype, q.y.dtype, q, r, c0, c1, f, stream);
+  if (stream) hwy::FlushStream();
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cpu
+}  // namespace onorm
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard

@@ -1,0 +1,135 @@
+// Compiles kernels-inl.h once per Highway target and exports one dispatch table per entry
+// point. Contexts pick a table index themselves (target_index), instead of Highway's global
+// choice, so that contexts capped at different targets coexist in one process.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels.cpp"  // this file, found through the include path
+#include "hwy/foreach_target.h"           // IWYU pragma: keep
+
+#include "hwy/highway.h"
+#include "kernels-inl.h"
+
+#if HWY_ONCE
+#include <cstring>
+
+namespace onorm {
+namespace cpu {
+
+HWY_EXPORT(SimdSupports);
+HWY_EXPORT(RunRows);
+HWY_EXPORT(ChunkStats);
+HWY_EXPORT(WriteCols);
+
+bool simd_supports(size_t t, onorm_dtype in, onorm_dtype out) {
+  return HWY_DISPATCH_TABLE(SimdSupports)[t](in, out);
+}
+void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, bool stream) {
+  HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, stream);
+}
+void simd_chunk_stats(size_t t, const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states) {
+  HWY_DISPATCH_TABLE(ChunkStats)[t](q, r, k0, k1, states);
+}
+void simd_write_cols(size_t t, const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f,
+                     bool stream) {
+  HWY_DISPATCH_TABLE(WriteCols)[t](q, r, c0, c1, f, stream);
+}
+
+// Index of a target's entry in the HWY_EXPORT tables: the same arithmetic as
+// hwy::ChosenTarget::GetIndex, applied to a single target instead of the global choice.
+size_t target_index(int64_t bit) {
+  int64_t mask = HWY_CHOSEN_TARGET_SHIFT(bit);
+  if (bit == HWY_EMU128 || bit == HWY_SCALAR) mask |= HWY_CHOSEN_TARGET_MASK_SCALAR;
+  mask &= HWY_CHOSEN_TARGET_MASK_TARGETS;
+  return mask == 0 ? 0 : hwy::Num0BitsBelowLS1Bit_Nonzero64(static_cast<uint64_t>(mask));
+}
+
+const std::vector<TargetInfo>& available_targets() {
+  static const std::vector<TargetInfo> list = [] {
+    std::vector<TargetInfo> v;
+    const int64_t have = hwy::SupportedTargets() & HWY_TARGETS;
+    for (int b = 0; b < 63; ++b) {  // lower bit = better
+      const int64_t bit = int64_t(1) << b;
+      if (have & bit) v.push_back(TargetInfo{bit, hwy::TargetName(bit)});
+    }
+    return v;
+  }();
+  return list;
+}
+
+std::string known_target_names() {
+  std::string s;
+  for (int b = 0; b < 63; ++b) {
+    const char* name = hwy::TargetName(int64_t(1) << b);
+    if (std::strcmp(name, "Unknown") == 0) continue;
+    if (!s.empty()) s += ", ";
+    s += name;
+  }
+  return s;
+}
+
+bool choose_target(const char* cap, TargetInfo& out) {
+  const std::vector<TargetInfo>& have = available_targets();
+  if (!cap || !*cap) {
+    out = have.front();
+    return true;
+  }
+  int64_t cap_bit = -1;
+  for (int b = 0; b < 63; ++b) {
+    if (std::strcmp(hwy::TargetName(int64_t(1) << b), cap) == 0) cap_bit = int64_t(1) << b;
+  }
+  if (cap_bit < 0) return false;
+  for (const TargetInfo& t : have) {
+    if (t.bit >= cap_bit) {  // not better than the cap
+      out = t;
+      return true;
+    }
+  }
+  out = have.back();  // nothing as low as the cap: the lowest target there is
+  return true;
+}
+
+ChunkState merge_states(onorm_op op, ChunkState* states, int64_t count) {
+  ChunkState m;
+  switch (op) {
+    case ONORM_OP_SOFTMAX:
+    case ONORM_OP_LOG_SOFTMAX: {
+      std::vector<core::MaxSum<float>> v(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = states[i].ms;
+      m.ms = core::merge_pairwise(v.data(), count);
+      break;
+    }
+    case ONORM_OP_LAYER_NORM: {
+      std::vector<core::Welford<float>> v(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = states[i].w;
+      m.w = core::merge_pairwise(v.data(), count);
+      break;
+    }
+    case ONORM_OP_RMS_NORM: {
+      std::vector<core::SumSq<float>> v(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = states[i].ss;
+      m.ss = core::merge_pairwise(v.data(), count);
+      break;
+    }
+  }
+  return m;
+}
+
+RowFinal final_of(const onorm_request& q, const ChunkState& s) {
+  const float eps = static_cast<float>(q.eps);
+  switch (q.op) {
+    case ONORM_OP_SOFTMAX:
+    case ONORM_OP_LOG_SOFTMAX: {
+      const core::MaxSum<float>& ms = s.ms;
+      if (ms.m != ms.m || ms.d != ms.d) return RowFinal{kAllNaN, 0, 0};
+      if (ms.is_identity()) return RowFinal{q.op == ONORM_OP_SOFTMAX ? kAllZero : kAllNegInf, 0, 0};
+      if (q.op == ONORM_OP_SOFTMAX) return RowFinal{kFinite, ms.m, ms.inv_d()};
+      return RowFinal{kFinite, ms.m, core::log_of(ms.d)};
+    }
+    case ONORM_OP_LAYER_NORM: return RowFinal{kFinite, s.w.mean, s.w.rstd(eps)};
+    case ONORM_OP_RMS_NORM: return RowFinal{kFinite, 0, s.ss.rstd(eps)};
+  }
+  return RowFinal{kFinite, 0, 0};
+}
+
+}  // namespace cpu
+}  // namespace onorm
+#endif  // HWY_ONCE

@@ -1,0 +1,68 @@
+// The CPU backend's SIMD kernels as seen from the target-independent code: one table of
+// functions per Highway target (kernels.cpp compiles kernels-inl.h once per target), chosen
+// per context by table index, so contexts with different target caps coexist in a process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend_interface.h"
+#include "onlinenorm/core/algebra.hpp"
+
+namespace onorm {
+namespace cpu {
+
+// Fixed partition of a row into chunks whose statistics merge pairwise (core::merge_pairwise).
+// It never depends on the thread count or the target, so results are bitwise reproducible.
+constexpr int64_t kChunk = 4096;
+// Softmax rows up to this many columns keep exp(x - m_chunk) in an f32 scratch row (one exp
+// per element); longer rows recompute exp in the write pass. Depends only on cols.
+constexpr int64_t kScratchCols = 65536;
+
+// What the write pass of one row needs, derived from the row's merged state.
+struct RowFinal {
+  int mode;  // kFinite, kAllZero (softmax of an all -inf row) / kAllNegInf, kAllNaN
+  float a;   // softmax: M; log_softmax: M; layer_norm: mean; rms_norm: unused
+  float b;   // softmax: 1/D; log_softmax: log D; layer_norm / rms_norm: rstd
+};
+enum RowMode { kFinite = 0, kAllZero = 1, kAllNegInf = 2, kAllNaN = 3 };
+
+// Chunk states of every op, as stored by ChunkStats (the member for q.op is filled).
+union ChunkState {
+  core::MaxSum<float> ms;
+  core::Welford<float> w;
+  core::SumSq<float> ss;
+};
+
+// Folds the merged state of a row into its RowFinal (and its mean / rstd outputs).
+RowFinal final_of(const onorm_request& q, const ChunkState& merged);
+// Merges the chunk states of one row in the fixed pairwise tree (clobbers the array).
+ChunkState merge_states(onorm_op op, ChunkState* states, int64_t count);
+
+// Per-target entry points (index from target_index()).
+bool simd_supports(size_t target_index, onorm_dtype in, onorm_dtype out);
+// Whole rows [r0, r1): statistics and write while the row is in cache.
+void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, bool stream);
+// States of chunks [k0, k1) of row r into states[0 .. k1-k0).
+void simd_chunk_stats(size_t target_index, const onorm_request& q, int64_t r, int64_t k0, int64_t k1,
+                      ChunkState* states);
+// Write pass of columns [c0, c1) of row r.
+void simd_write_cols(size_t target_index, const onorm_request& q, int64_t r, int64_t c0, int64_t c1,
+                     const RowFinal& f, bool stream);
+
+// Target bookkeeping (Highway bit masks; lower bit = better on x86).
+struct TargetInfo {
+  int64_t bit;       // Highway target bit
+  const char* name;  // Highway's name (hwy::TargetName)
+};
+// Targets this machine can run and this build compiled, best first.
+const std::vector<TargetInfo>& available_targets();
+// Every target name Highway knows on this architecture (for error messages).
+std::string known_target_names();
+// Resolves a cap name to the best available target not better than it; false if unknown.
+bool choose_target(const char* cap, TargetInfo& out);
+size_t target_index(int64_t bit);
+
+}  // namespace cpu
+}  // namespace onorm

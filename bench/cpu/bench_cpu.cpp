@@ -1,0 +1,180 @@
+// CPU benchmark of the four row operators through the C ABI.
+//
+// Every case moves about 64 MB (x read once + y written once, input dtype == output dtype).
+// Each iteration times the operator and then a memcpy of the same bytes (split over the same
+// number of OpenMP threads), interleaved, so that the ratio is taken under the same conditions
+// on a noisy machine. Counters:
+//   GBps       effective bandwidth of the operator, (bytes of x + bytes of y) / time
+//   memcpyGBps the same bytes through memcpy (read + write)
+//   pct_memcpy GBps / memcpyGBps * 100
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "onlinenorm/onlinenorm.h"
+
+namespace {
+
+constexpr size_t kBytesPerSide = size_t(32) << 20;  // x and y each: 64 MB moved per call
+
+onorm_context g_ctx = nullptr;
+
+struct Buffers {
+  void* x = nullptr;
+  void* y = nullptr;
+  void* gamma = nullptr;
+  void* beta = nullptr;
+  std::vector<float> mean, rstd;
+};
+Buffers g_buf[2];  // [0]: f32, [1]: bf16
+
+uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+void* aligned_buffer(size_t bytes) {
+  void* p = nullptr;
+  if (posix_memalign(&p, 64, bytes) != 0) std::abort();
+  return p;
+}
+
+void init_buffers() {
+  std::mt19937 gen(1234);
+  std::normal_distribution<float> normal(0.f, 2.f);
+  for (int k = 0; k < 2; ++k) {
+    Buffers& b = g_buf[k];
+    b.x = aligned_buffer(kBytesPerSide);
+    b.y = aligned_buffer(kBytesPerSide);
+    const size_t esz = k == 0 ? 4 : 2;
+    const size_t n = kBytesPerSide / esz;
+    // First touch from the threads that will use the memory.
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < static_cast<int64_t>(kBytesPerSide); i += 4096) {
+      static_cast<char*>(b.x)[i] = 0;
+      static_cast<char*>(b.y)[i] = 0;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const float v = normal(gen);
+      if (k == 0) static_cast<float*>(b.x)[i] = v;
+      else static_cast<uint16_t*>(b.x)[i] = to_bf16(v);
+    }
+    const size_t max_cols = size_t(1) << 20;
+    b.gamma = aligned_buffer(max_cols * esz);
+    b.beta = aligned_buffer(max_cols * esz);
+    for (size_t i = 0; i < max_cols; ++i) {
+      const float g = 1.0f + 0.001f * static_cast<float>(i % 97), be = 0.01f * static_cast<float>(i % 13);
+      if (k == 0) {
+        static_cast<float*>(b.gamma)[i] = g;
+        static_cast<float*>(b.beta)[i] = be;
+      } else {
+        static_cast<uint16_t*>(b.gamma)[i] = to_bf16(g);
+        static_cast<uint16_t*>(b.beta)[i] = to_bf16(be);
+      }
+    }
+    b.mean.resize(kBytesPerSide / esz / 128 + 1);
+    b.rstd.resize(kBytesPerSide / esz / 128 + 1);
+  }
+}
+
+void parallel_memcpy(void* dst, const void* src, size_t bytes, int threads) {
+  if (threads <= 1) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const size_t per = (bytes / nt + 63) & ~size_t(63);
+    const size_t b = std::min(bytes, per * t), e = std::min(bytes, per * (t + 1));
+    if (e > b) std::memcpy(static_cast<char*>(dst) + b, static_cast<const char*>(src) + b, e - b);
+  }
+}
+
+enum Op { kSoftmax, kLogSoftmax, kLayerNorm, kRmsNorm };
+const char* kOpNames[] = {"softmax", "log_softmax", "layer_norm", "rms_norm"};
+
+void run_op(Op op, const onorm_rows& x, const onorm_rows& y, Buffers& b) {
+  onorm_status s = ONORM_OK;
+  switch (op) {
+    case kSoftmax: s = onorm_softmax(g_ctx, &x, &y); break;
+    case kLogSoftmax: s = onorm_log_softmax(g_ctx, &x, &y); break;
+    case kLayerNorm: s = onorm_layer_norm(g_ctx, &x, b.gamma, b.beta, 1e-5, &y, b.mean.data(), b.rstd.data()); break;
+    case kRmsNorm: s = onorm_rms_norm(g_ctx, &x, b.gamma, 1e-5, &y, b.rstd.data()); break;
+  }
+  if (s != ONORM_OK) {
+    std::fprintf(stderr, "%s failed: %s\n", kOpNames[op], onorm_last_error());
+    std::abort();
+  }
+}
+
+void bench_case(benchmark::State& state, Op op, onorm_dtype dt, int64_t cols, int threads) {
+  Buffers& b = g_buf[dt == ONORM_F32 ? 0 : 1];
+  const size_t esz = dt == ONORM_F32 ? 4 : 2;
+  const int64_t rows = static_cast<int64_t>(kBytesPerSide / esz) / cols;
+  const onorm_rows x{b.x, dt, rows, cols, cols};
+  const onorm_rows y{b.y, dt, rows, cols, cols};
+  const double bytes = 2.0 * static_cast<double>(rows * cols) * static_cast<double>(esz);
+  omp_set_num_threads(threads);
+  run_op(op, x, y, b);  // warm up
+  using clock = std::chrono::steady_clock;
+  double op_seconds = 0, copy_seconds = 0;
+  for (auto _ : state) {
+    const auto t0 = clock::now();
+    run_op(op, x, y, b);
+    const auto t1 = clock::now();
+    parallel_memcpy(b.y, b.x, static_cast<size_t>(rows * cols) * esz, threads);
+    const auto t2 = clock::now();
+    const double s_op = std::chrono::duration<double>(t1 - t0).count();
+    op_seconds += s_op;
+    copy_seconds += std::chrono::duration<double>(t2 - t1).count();
+    state.SetIterationTime(s_op);
+  }
+  const double it = static_cast<double>(state.iterations());
+  const double gbps = bytes * it / op_seconds / 1e9, copy_gbps = bytes * it / copy_seconds / 1e9;
+  state.counters["rows"] = static_cast<double>(rows);
+  state.counters["GBps"] = gbps;
+  state.counters["memcpyGBps"] = copy_gbps;
+  state.counters["pct_memcpy"] = 100.0 * gbps / copy_gbps;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (onorm_create(ONORM_BACKEND_CPU, 0, &g_ctx) != ONORM_OK) {
+    std::fprintf(stderr, "onorm_create: %s\n", onorm_last_error());
+    return 1;
+  }
+  const int all = omp_get_max_threads();
+  init_buffers();
+  benchmark::AddCustomContext("onlinenorm_backend", onorm_backend_name(g_ctx));
+  const int64_t widths[] = {128, 1024, 4096, 16384, 131072, 1048576};
+  std::vector<int> thread_counts{1};
+  if (all > 1) thread_counts.push_back(all);
+  for (int op = 0; op < 4; ++op)
+    for (onorm_dtype dt : {ONORM_F32, ONORM_BF16})
+      for (int64_t w : widths)
+        for (int t : thread_counts) {
+          const std::string name = std::string(kOpNames[op]) + "/" + (dt == ONORM_F32 ? "f32" : "bf16") + "/" +
+                                   std::to_string(w) + "/threads:" + std::to_string(t);
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+            bench_case(s, static_cast<Op>(op), dt, w, t);
+          })->UseManualTime()->Unit(benchmark::kMillisecond);
+        }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  onorm_destroy(g_ctx);
+  return 0;
+}
