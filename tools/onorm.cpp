@@ -227,7 +227,8 @@ uint64_t seed_option(const std::map<std::string, std::string>& o) {
 }
 
 // Loads --input into p (shape and dtype from the file, checked against the options given).
-void load_input(Problem& p, const std::string& path, bool dtype_given, bool rows_given, bool cols_given) {
+void load_input(Problem& p, const std::string& path, bool dtype_given, bool out_dtype_given, bool rows_given,
+                bool cols_given) {
   NpyArray a;
   std::string err;
   if (!read_npy_file(path, a, err)) throw ToolError(err);
@@ -251,9 +252,8 @@ void load_input(Problem& p, const std::string& path, bool dtype_given, bool rows
   } else {
     throw ToolError(path + ": dtype '" + a.descr + "' is not float32, float16, float64 or uint16 (bf16 bits)");
   }
-  const bool out_follows = p.out == p.in;
   if (!dtype_given) p.in = file;
-  if (out_follows && !dtype_given) p.out = p.in;
+  if (!out_dtype_given) p.out = p.in;
   const int64_t n = p.rows * p.cols;
   if (file == p.in) {
     p.x = std::move(a.data);
@@ -473,7 +473,8 @@ int cmd_compare(int argc, char** argv) {
   }
   for (const BackendSpec& b : backends) require_available(b);
 
-  if (from_file) load_input(p, o.at("input"), o.count("dtype") > 0, o.count("rows") > 0, o.count("cols") > 0);
+  if (from_file) load_input(p, o.at("input"), o.count("dtype") > 0, o.count("out-dtype") > 0, o.count("rows") > 0,
+                             o.count("cols") > 0);
   else generate_input(p, dist, seed);
   generate_params(p, seed);
 
