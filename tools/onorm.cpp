@@ -275,6 +275,7 @@ struct Outcome {
   std::vector<float> mean, rstd;
   onorm_ref::Report report;
   double gbps = 0;
+  std::string error;  // the backend failed to run (e.g. a dtype it does not take): no results
 };
 
 onorm_ref::Report check_outcome(const Problem& p, const onorm_ref::Result& ref, const Outcome& o) {
@@ -493,17 +494,25 @@ int cmd_compare(int argc, char** argv) {
     if (!found) usage_error("--perturb-ulps: no backend labelled '" + perturb_target + "'", kCompareUsage);
   }
 
+  bool any_error = false;
   for (size_t i = 0; i < backends.size(); ++i) {
-    DeviceRun dev(backends[i], p);
-    outs[i].device = dev.device_name();
-    dev.run_once();
-    dev.fetch(outs[i].y, outs[i].mean, outs[i].rstd);
-    outs[i].timing = dev.time(iters);
-    outs[i].gbps = p.moved_bytes() / outs[i].timing.median_s / 1e9;
+    try {
+      DeviceRun dev(backends[i], p);
+      outs[i].device = dev.device_name();
+      dev.run_once();
+      dev.fetch(outs[i].y, outs[i].mean, outs[i].rstd);
+      outs[i].timing = dev.time(iters);
+      outs[i].gbps = p.moved_bytes() / outs[i].timing.median_s / 1e9;
+    } catch (const ToolError& e) {  // reported in the table; the other backends still run
+      outs[i].error = e.what();
+      outs[i].y.clear();
+      any_error = true;
+    }
   }
   const onorm_ref::Result ref = reference_of(p);
   bool all_ok = true;
   for (size_t i = 0; i < outs.size(); ++i) {
+    if (!outs[i].error.empty()) continue;
     if (perturb_ulps && (perturb_target.empty() ? i == 0 : outs[i].label == perturb_target))
       perturb(p, ref, outs[i].y, perturb_ulps);
     outs[i].report = check_outcome(p, ref, outs[i]);
@@ -512,7 +521,9 @@ int cmd_compare(int argc, char** argv) {
   const size_t esz = dtype_size(p.out);
   std::vector<std::vector<int64_t>> diff(outs.size(), std::vector<int64_t>(outs.size(), 0));
   for (size_t i = 0; i < outs.size(); ++i)
-    for (size_t j = 0; j < outs.size(); ++j) diff[i][j] = i == j ? 0 : bitwise_diff(outs[i].y, outs[j].y, esz);
+    for (size_t j = 0; j < outs.size(); ++j)
+      diff[i][j] = i == j || !outs[i].error.empty() || !outs[j].error.empty() ? -1
+                                                                            : bitwise_diff(outs[i].y, outs[j].y, esz);
 
   std::string input_text = from_file ? "input " + o.at("input")
                                      : std::string("input ") + dist_name(dist) + " seed " + std::to_string(seed);
@@ -524,15 +535,20 @@ int cmd_compare(int argc, char** argv) {
   table.push_back(head);
   for (size_t i = 0; i < outs.size(); ++i) {
     const Outcome& oc = outs[i];
-    std::vector<std::string> r = {oc.label, oc.device, fmt_sig(oc.timing.median_s * 1e3, 4), fmt_sig(oc.gbps, 4),
-                                  fmt_sci(oc.report.max_abs), fmt_sci(oc.report.max_rel),
-                                  fmt_fixed(oc.report.max_ulp, 2), bound_text(oc.report)};
-    for (size_t j = 0; j < outs.size(); ++j) r.push_back(i == j ? "-" : std::to_string(diff[i][j]));
+    std::vector<std::string> r;
+    if (oc.error.empty())
+      r = {oc.label, oc.device, fmt_sig(oc.timing.median_s * 1e3, 4), fmt_sig(oc.gbps, 4), fmt_sci(oc.report.max_abs),
+           fmt_sci(oc.report.max_rel), fmt_fixed(oc.report.max_ulp, 2), bound_text(oc.report)};
+    else
+      r = {oc.label, oc.device.empty() ? "-" : oc.device, "-", "-", "-", "-", "-", "ERROR"};
+    for (size_t j = 0; j < outs.size(); ++j) r.push_back(diff[i][j] < 0 ? "-" : std::to_string(diff[i][j]));
     table.push_back(r);
   }
   print_table(table);
-  for (const Outcome& oc : outs)
-    if (!oc.report.ok()) std::printf("%s: bound VIOLATED: %s\n", oc.label.c_str(), oc.report.describe().c_str());
+  for (const Outcome& oc : outs) {
+    if (!oc.error.empty()) std::printf("%s: ERROR: %s\n", oc.label.c_str(), oc.error.c_str());
+    else if (!oc.report.ok()) std::printf("%s: bound VIOLATED: %s\n", oc.label.c_str(), oc.report.describe().c_str());
+  }
 
   if (o.count("json")) {
     Json j;
@@ -563,19 +579,28 @@ int cmd_compare(int argc, char** argv) {
       j.key("backend").value(backend_kind_name(backends[i].kind));
       j.key("device_index").value(backends[i].device);
       j.key("device").value(oc.device);
-      j.key("time_ms").value(oc.timing.median_s * 1e3);
-      j.key("samples").value(oc.timing.samples);
-      j.key("calls_per_sample").value(oc.timing.batch);
+      j.key("error");
+      if (oc.error.empty()) j.null();
+      else j.value(oc.error);
+      const bool ran = oc.error.empty();
+      auto num = [&](const char* k, double v) {
+        j.key(k);
+        if (ran) j.value(v);
+        else j.null();
+      };
+      num("time_ms", oc.timing.median_s * 1e3);
+      j.key("samples").value(ran ? oc.timing.samples : 0);
+      j.key("calls_per_sample").value(ran ? oc.timing.batch : 0);
       j.key("bytes_moved").value(p.moved_bytes());
-      j.key("gbps").value(oc.gbps);
-      j.key("max_abs_err").value(oc.report.max_abs);
-      j.key("max_rel_err").value(oc.report.max_rel);
-      j.key("max_ulp_err").value(oc.report.max_ulp);
+      num("gbps", oc.gbps);
+      num("max_abs_err", oc.report.max_abs);
+      num("max_rel_err", oc.report.max_rel);
+      num("max_ulp_err", oc.report.max_ulp);
       j.key("checked").value(oc.report.checked);
       j.key("violations").value(oc.report.violations);
-      j.key("bound_ok").value(oc.report.ok());
+      j.key("bound_ok").value(ran && oc.report.ok());
       j.key("first_violation");
-      if (oc.report.ok()) {
+      if (!ran || oc.report.ok()) {
         j.null();
       } else {
         j.begin_object();
@@ -588,7 +613,11 @@ int cmd_compare(int argc, char** argv) {
       }
       j.key("bitwise_diff").begin_object();
       for (size_t k = 0; k < outs.size(); ++k)
-        if (k != i) j.key(outs[k].label).value(diff[i][k]);
+        if (k != i) {
+          j.key(outs[k].label);
+          if (diff[i][k] < 0) j.null();
+          else j.value(diff[i][k]);
+        }
       j.end_object();
       j.end_object();
     }
@@ -599,14 +628,18 @@ int cmd_compare(int argc, char** argv) {
         j.begin_object();
         j.key("a").value(outs[a].label);
         j.key("b").value(outs[b].label);
-        j.key("differing_elements").value(diff[a][b]);
+        j.key("differing_elements");
+        if (diff[a][b] < 0) j.null();
+        else j.value(diff[a][b]);
         j.end_object();
       }
     j.end_array();
-    j.key("bound_ok").value(all_ok);
+    j.key("bound_ok").value(all_ok && !any_error);
+    j.key("errors").value(any_error);
     j.end_object();
     write_text_file(o.at("json"), j.str());
   }
+  if (any_error) return kExitError;
   return all_ok ? kExitOk : kExitBound;
 }
 

@@ -40,8 +40,9 @@ $O compare --op layer_norm --rows 64 --cols 300 --dist special
 $O compare --op layer_norm --rows 512 --cols 4096 --dist large-offset
 $O compare --op softmax --rows 16 --cols 256 --backends cpu,cuda --perturb-ulps 100000@cuda:0; echo "exit $? (3 expected)"
 $O compare --op softmax --rows 16 --cols 256 --backends cuda:5; echo "exit $? (1 expected)"
+$O compare --op softmax --rows 16 --cols 256 --dtype f64 --json "$OUT/compare_f64.json"; echo "exit $? (1 expected: f64 is CPU only)"
 $O bench --backend cuda --json "$OUT/bench_cuda.json" --png "$OUT/bench_cuda.png" > "$OUT/bench.log" 2>&1; echo "bench exit $?"
-tail -n 130 "$OUT/bench.log"
+head -n 3 "$OUT/bench.log"; tail -n 25 "$OUT/bench.log"
 set +x
 ( cd $B/tools && ctest --output-on-failure -j4 ) > "$OUT/ctest.log" 2>&1; echo "tool ctest exit $?"
 grep -E "tests passed|Failed|Skipped|FAIL" "$OUT/ctest.log" | head -20

@@ -154,17 +154,29 @@ def validate_compare_json(j, nbackends):
     check(len(j["backends"]) == nbackends, j["backends"])
     labels = [b["label"] for b in j["backends"]]
     for b in j["backends"]:
-        for k, t in [("label", str), ("backend", str), ("device_index", int), ("device", str), ("time_ms", num),
-                     ("samples", int), ("calls_per_sample", int), ("bytes_moved", num), ("gbps", num),
-                     ("max_abs_err", num), ("max_rel_err", num), ("max_ulp_err", num), ("checked", int),
-                     ("violations", int), ("bound_ok", bool), ("bitwise_diff", dict)]:
+        check("error" in b and (b["error"] is None or isinstance(b["error"], str)), b)
+        ran = b["error"] is None
+        for k, t in [("label", str), ("backend", str), ("device_index", int), ("device", str), ("samples", int),
+                     ("calls_per_sample", int), ("bytes_moved", num), ("checked", int), ("violations", int),
+                     ("bound_ok", bool), ("bitwise_diff", dict)]:
             typed(b, k, t)
+        for k in ["time_ms", "gbps", "max_abs_err", "max_rel_err", "max_ulp_err"]:
+            if ran:
+                typed(b, k, num)
+            else:
+                check(b[k] is None, (k, b))
         check(b["backend"] in ("cpu", "cuda", "hip"), b)
         check(set(b["bitwise_diff"]) == set(labels) - {b["label"]}, b["bitwise_diff"])
-        check((b["first_violation"] is None) == b["bound_ok"], b)
-        check(b["checked"] >= j["rows"] * j["cols"], b)
+        check((b["first_violation"] is None) == (b["bound_ok"] or not ran), b)
+        if ran:
+            check(b["checked"] >= j["rows"] * j["cols"], b)
+            check(all(isinstance(v, int) or v is None for v in b["bitwise_diff"].values()), b)
+    typed(j, "errors", bool)
+    check(j["errors"] == any(b["error"] is not None for b in j["backends"]), j)
     check(len(j["pairs"]) == nbackends * (nbackends - 1) // 2, j["pairs"])
     check(j["bound_ok"] == all(b["bound_ok"] for b in j["backends"]), j)
+    for pr in j["pairs"]:
+        check(set(pr) == {"a", "b", "differing_elements"} and pr["a"] in labels and pr["b"] in labels, pr)
 
 
 def test_json_schema():
