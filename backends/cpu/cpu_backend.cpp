@@ -30,6 +30,7 @@ constexpr int64_t kSplitCols = 4 * kChunk;
 
 struct CpuContext {
   TargetInfo target;
+  unsigned tune_off = 0;  // options switched off by ONLINENORM_CPU_TUNE (benchmarking only)
   size_t index;  // entry in the HWY_EXPORT tables
   std::string name;
 };
@@ -50,6 +51,12 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   }
   auto* ctx = new CpuContext;
   ctx->target = target;
+  if (const char* tune = std::getenv("ONLINENORM_CPU_TUNE")) {
+    const std::string t = tune;
+    if (t.find("nostream") != std::string::npos) ctx->tune_off |= kOptStream;
+    if (t.find("noprefetch") != std::string::npos) ctx->tune_off |= kOptPrefetch;
+    if (t.find("twoexp") != std::string::npos) ctx->tune_off |= kOptTwoExp;  // a switch on, really
+  }
   ctx->index = target_index(target.bit);
   ctx->name = std::string("cpu (") + target.name + ", " + std::to_string(omp_get_max_threads()) + " threads)";
   *impl = ctx;
@@ -72,7 +79,7 @@ void run_scalar(const onorm_request& q) {
 }
 
 // Fewer rows than threads and long rows: every chunk of every row is a task.
-void run_split(const CpuContext& c, const onorm_request& q, bool stream) {
+void run_split(const CpuContext& c, const onorm_request& q, unsigned opts) {
   const int64_t rows = q.x.rows, cols = q.x.cols;
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
   std::vector<ChunkState> states(static_cast<size_t>(rows * chunks));
@@ -80,7 +87,7 @@ void run_split(const CpuContext& c, const onorm_request& q, bool stream) {
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t r = t / chunks, k = t % chunks;
-    simd_chunk_stats(c.index, q, r, k, k + 1, states.data() + t);
+    simd_chunk_stats(c.index, q, r, k, k + 1, states.data() + t, opts);
   }
   std::vector<RowFinal> finals(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
@@ -93,7 +100,7 @@ void run_split(const CpuContext& c, const onorm_request& q, bool stream) {
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t r = t / chunks, k = t % chunks;
     const int64_t c0 = k * kChunk, c1 = std::min(cols, c0 + kChunk);
-    simd_write_cols(c.index, q, r, c0, c1, finals[static_cast<size_t>(r)], stream);
+    simd_write_cols(c.index, q, r, c0, c1, finals[static_cast<size_t>(r)], opts);
   }
 }
 
@@ -107,16 +114,17 @@ onorm_status run(void* impl, const onorm_request* request, char*, size_t) {
   const int64_t rows = q.x.rows, cols = q.x.cols;
   const int threads = omp_get_max_threads();
   const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.y.dtype == ONORM_F32 ? 4 : 2);
-  const bool stream = out_bytes >= kStreamBytes;
+  unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
+  opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
   if (rows < threads && cols >= kSplitCols && cols > kScratchCols) {
-    run_split(c, q, stream);
+    run_split(c, q, opts);
     return ONORM_OK;
   }
 #pragma omp parallel
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
-    if (r1 > r0) simd_run_rows(c.index, q, r0, r1, stream);
+    if (r1 > r0) simd_run_rows(c.index, q, r0, r1, opts);
   }
   return ONORM_OK;
 }

@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "hwy/cache_control.h"
-#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels.hpp"
 #include "onlinenorm/core/element.hpp"
@@ -56,6 +55,18 @@ constexpr bool kCanStream = false;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+
+// Options of one call (bit mask), see kernels.hpp: kOptStream, kOptPrefetch, kOptTwoExp.
+
+// Software prefetch one chunk ahead of the element being computed on, into L2: the compute
+// passes (exp, squared deviations, the write pass) run over cached data while memory fetches
+// what comes next (the rest of a long row, or the next rows). Plain address arithmetic, no
+// dereference: prefetching past the end of the data is harmless.
+template <typename T>
+HWY_INLINE void PrefetchAhead(const T* p, size_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(kChunk) * sizeof(T);
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(a + b), 0, 2);
+}
 
 // ---------------------------------------------------------------------------------------
 // Element I/O: load Lanes(DF) elements as f32, store f32 lanes rounded to the storage type.
@@ -137,6 +148,31 @@ HWY_INLINE float LoadScalar(const In& v) {
   return core::element<In>::load(v);
 }
 
+// exp(x) for x <= 0 (x = -inf included), the only range the kernels need (x - max).
+// The same reduction and polynomial as hwy::Exp (two-part ln 2, degree-6 polynomial on
+// |r| <= ln2/2, about 1 ulp), but 2^n is built with one shift from the rounding constant and
+// no range handling beyond the low end: about half the instructions. Below -87.3 (where 2^n
+// would leave the normal range) it returns 0; the true value is under 1.2e-38 there.
+HWY_INLINE VF ExpNonPos(DF d, VF x) {
+  const hn::RebindToSigned<DF> di;
+  const VF kMagic = hn::Set(d, 12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const VF t = hn::MulAdd(x, hn::Set(d, 1.442695040888963407359924681f), kMagic);
+  const VF n = hn::Sub(t, kMagic);
+  VF r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), x);
+  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
+  VF q = hn::Set(d, +0.000198527617612853646278381f);
+  q = hn::MulAdd(q, r, hn::Set(d, +0.00139304355252534151077271f));
+  q = hn::MulAdd(q, r, hn::Set(d, +0.00833336077630519866943359f));
+  q = hn::MulAdd(q, r, hn::Set(d, +0.0416664853692054748535156f));
+  q = hn::MulAdd(q, r, hn::Set(d, +0.166666671633720397949219f));
+  q = hn::MulAdd(q, r, hn::Set(d, +0.5f));
+  const VF one = hn::Set(d, 1.0f);
+  const VF p = hn::MulAdd(hn::MulAdd(q, r, one), r, one);  // 1 + r + r^2 q
+  // t's low mantissa bits hold n (+ 2^22); (bits + 127) << 23 is the float 2^n.
+  const VF scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 127))));
+  return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -87.3f)), hn::Mul(p, scale));
+}
+
 // ---------------------------------------------------------------------------------------
 // Chunk reductions (n <= kChunk elements, in L1 after the first pass).
 
@@ -181,16 +217,17 @@ HWY_INLINE bool ChunkHasNaN(const In* x, size_t n) {
 
 // Sum of exp(x - m); with kStore also writes exp(x - m) to e (f32).
 template <bool kStore, typename In>
-HWY_INLINE float ChunkExpSum(DF d, const In* HWY_RESTRICT x, size_t n, float m, float* HWY_RESTRICT e) {
+HWY_INLINE float ChunkExpSum(DF d, const In* HWY_RESTRICT x, size_t n, float m, float* HWY_RESTRICT e, bool pf) {
   const size_t N = hn::Lanes(d);
   const VF vm = hn::Set(d, m);
   VF s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
   size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    const VF a = hn::Exp(d, hn::Sub(Io<In>::Load(d, x + i), vm));
-    const VF b = hn::Exp(d, hn::Sub(Io<In>::Load(d, x + i + N), vm));
-    const VF c = hn::Exp(d, hn::Sub(Io<In>::Load(d, x + i + 2 * N), vm));
-    const VF f = hn::Exp(d, hn::Sub(Io<In>::Load(d, x + i + 3 * N), vm));
+    if (pf) PrefetchAhead(x + i, 4 * N * sizeof(In));
+    const VF a = ExpNonPos(d, hn::Sub(Io<In>::Load(d, x + i), vm));
+    const VF b = ExpNonPos(d, hn::Sub(Io<In>::Load(d, x + i + N), vm));
+    const VF c = ExpNonPos(d, hn::Sub(Io<In>::Load(d, x + i + 2 * N), vm));
+    const VF f = ExpNonPos(d, hn::Sub(Io<In>::Load(d, x + i + 3 * N), vm));
     if (kStore) {
       hn::StoreU(a, d, e + i);
       hn::StoreU(b, d, e + i + N);
@@ -203,12 +240,12 @@ HWY_INLINE float ChunkExpSum(DF d, const In* HWY_RESTRICT x, size_t n, float m, 
     s3 = hn::Add(s3, f);
   }
   for (; i + N <= n; i += N) {
-    const VF a = hn::Exp(d, hn::Sub(Io<In>::Load(d, x + i), vm));
+    const VF a = ExpNonPos(d, hn::Sub(Io<In>::Load(d, x + i), vm));
     if (kStore) hn::StoreU(a, d, e + i);
     s0 = hn::Add(s0, a);
   }
   if (i < n) {
-    const VF a = hn::Exp(d, hn::Sub(LoadTail(d, x + i, n - i, -kInf), vm));
+    const VF a = ExpNonPos(d, hn::Sub(LoadTail(d, x + i, n - i, -kInf), vm));
     if (kStore) StoreTail(d, a, e + i, n - i);
     s1 = hn::Add(s1, a);
   }
@@ -218,7 +255,7 @@ HWY_INLINE float ChunkExpSum(DF d, const In* HWY_RESTRICT x, size_t n, float m, 
 // Softmax chunk state (max, sum exp(x - max)); with e != nullptr, e gets exp(x - max) (or the
 // value the write pass must produce for special chunks: 0 for an empty chunk, NaN for NaN).
 template <typename In>
-HWY_INLINE core::MaxSum<float> SoftmaxChunk(DF d, const In* x, size_t n, float* e) {
+HWY_INLINE core::MaxSum<float> SoftmaxChunk(DF d, const In* x, size_t n, float* e, bool pf) {
   float check = 0;
   const float m = ChunkMax(d, x, n, check);
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -231,12 +268,12 @@ HWY_INLINE core::MaxSum<float> SoftmaxChunk(DF d, const In* x, size_t n, float* 
     if (e) std::fill(e, e + n, 0.0f);
     return core::MaxSum<float>::identity();
   }
-  const float s = e ? ChunkExpSum<true>(d, x, n, m, e) : ChunkExpSum<false>(d, x, n, m, nullptr);
+  const float s = e ? ChunkExpSum<true>(d, x, n, m, e, pf) : ChunkExpSum<false>(d, x, n, m, nullptr, pf);
   return core::MaxSum<float>::of(m, s);
 }
 
 template <typename In>
-HWY_INLINE core::Welford<float> WelfordChunk(DF d, const In* HWY_RESTRICT x, size_t n) {
+HWY_INLINE core::Welford<float> WelfordChunk(DF d, const In* HWY_RESTRICT x, size_t n, bool pf) {
   const size_t N = hn::Lanes(d);
   // Sum relative to the chunk's first element, so rows like 1e4 + N(0,1) keep their digits.
   const float shift = LoadScalar(x[0]);
@@ -258,6 +295,7 @@ HWY_INLINE core::Welford<float> WelfordChunk(DF d, const In* HWY_RESTRICT x, siz
   s0 = s1 = s2 = s3 = hn::Zero(d);
   i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
+    if (pf) PrefetchAhead(x + i, 4 * N * sizeof(In));
     const VF a = hn::Sub(Io<In>::Load(d, x + i), vm), b = hn::Sub(Io<In>::Load(d, x + i + N), vm);
     const VF c = hn::Sub(Io<In>::Load(d, x + i + 2 * N), vm), f = hn::Sub(Io<In>::Load(d, x + i + 3 * N), vm);
     s0 = hn::MulAdd(a, a, s0);
@@ -303,13 +341,13 @@ HWY_INLINE core::SumSq<float> SumSqChunk(DF d, const In* HWY_RESTRICT x, size_t 
 }
 
 template <typename In>
-HWY_INLINE ChunkState ChunkStateOf(DF d, onorm_op op, const In* x, size_t n) {
+HWY_INLINE ChunkState ChunkStateOf(DF d, onorm_op op, const In* x, size_t n, bool pf) {
   ChunkState s;
   std::memset(static_cast<void*>(&s), 0, sizeof s);
   switch (op) {
     case ONORM_OP_SOFTMAX:
-    case ONORM_OP_LOG_SOFTMAX: s.ms = SoftmaxChunk(d, x, n, nullptr); break;
-    case ONORM_OP_LAYER_NORM: s.w = WelfordChunk(d, x, n); break;
+    case ONORM_OP_LOG_SOFTMAX: s.ms = SoftmaxChunk(d, x, n, nullptr, pf); break;
+    case ONORM_OP_LAYER_NORM: s.w = WelfordChunk(d, x, n, pf); break;
     case ONORM_OP_RMS_NORM: s.ss = SumSqChunk(d, x, n); break;
   }
   return s;
@@ -317,9 +355,12 @@ HWY_INLINE ChunkState ChunkStateOf(DF d, onorm_op op, const In* x, size_t n) {
 
 // ---------------------------------------------------------------------------------------
 // Write pass: y[i] = f(x[i], g[i], b[i]) for i in [0, n), with optional streaming stores.
+// pf: the input stream to prefetch ahead of (the row's x), or nullptr.
 template <bool kG, bool kB, typename Tx, typename Tg, typename Out, class F>
 HWY_INLINE void MapRange(DF d, const Tx* HWY_RESTRICT x, const Tg* g, const Tg* b, Out* y, size_t n,
-                         bool stream, const F& f) {
+                         unsigned opts, const Tg* pf, const F& f) {
+  const bool stream = (opts & kOptStream) != 0;
+  if (!(opts & kOptPrefetch)) pf = nullptr;
   const size_t N = hn::Lanes(d);
   const VF one = hn::Set(d, 1.0f), zero = hn::Zero(d);
   size_t i = 0;
@@ -342,22 +383,28 @@ HWY_INLINE void MapRange(DF d, const Tx* HWY_RESTRICT x, const Tg* g, const Tg* 
     if (head > n) head = n;
     if (head) partial(0, head);
     i = head;
-    for (; i + N <= n; i += N) Io<Out>::Stream(d, full(i), y + i);
+    for (; i + N <= n; i += N) {
+      if (pf) PrefetchAhead(pf + i, N * sizeof(Tg));
+      Io<Out>::Stream(d, full(i), y + i);
+    }
   }
-  for (; i + N <= n; i += N) Io<Out>::Store(d, full(i), y + i);
+  for (; i + N <= n; i += N) {
+    if (pf) PrefetchAhead(pf + i, N * sizeof(Tg));
+    Io<Out>::Store(d, full(i), y + i);
+  }
   if (i < n) partial(i, n - i);
 }
 
 template <typename Tx, typename In, typename Out, class F>
-HWY_INLINE void MapNoAffine(DF d, const Tx* x, Out* y, size_t n, bool stream, const F& f) {
+HWY_INLINE void MapNoAffine(DF d, const Tx* x, Out* y, size_t n, unsigned opts, const In* pf, const F& f) {
   MapRange<false, false, Tx, In, Out>(d, x, static_cast<const In*>(nullptr), static_cast<const In*>(nullptr), y,
-                                      n, stream, f);
+                                      n, opts, pf, f);
 }
 
 // Writes columns [c0, c1) of one row from its final state (x, y point at the row start).
 template <typename In, typename Out>
 HWY_INLINE void WriteRow(DF d, const onorm_request& q, const In* x, Out* y, int64_t c0, int64_t c1,
-                         const RowFinal& fin, bool stream) {
+                         const RowFinal& fin, unsigned opts) {
   const size_t n = static_cast<size_t>(c1 - c0);
   x += c0;
   y += c0;
@@ -365,33 +412,33 @@ HWY_INLINE void WriteRow(DF d, const onorm_request& q, const In* x, Out* y, int6
   if (fin.mode != kFinite) {
     const float v = fin.mode == kAllZero ? 0.0f : fin.mode == kAllNegInf ? -kInf : nan;
     const VF vv = hn::Set(d, v);
-    MapNoAffine<In, In>(d, x, y, n, stream, [vv](VF, VF, VF) { return vv; });
+    MapNoAffine<In, In>(d, x, y, n, opts, x, [vv](VF, VF, VF) { return vv; });
     return;
   }
   const VF va = hn::Set(d, fin.a), vb = hn::Set(d, fin.b);
   switch (q.op) {
     case ONORM_OP_SOFTMAX:
-      MapNoAffine<In, In>(d, x, y, n, stream,
-                          [d, va, vb](VF xv, VF, VF) { return hn::Mul(hn::Exp(d, hn::Sub(xv, va)), vb); });
+      MapNoAffine<In, In>(d, x, y, n, opts, x,
+                          [d, va, vb](VF xv, VF, VF) { return hn::Mul(ExpNonPos(d, hn::Sub(xv, va)), vb); });
       break;
     case ONORM_OP_LOG_SOFTMAX:
-      MapNoAffine<In, In>(d, x, y, n, stream, [va, vb](VF xv, VF, VF) { return hn::Sub(hn::Sub(xv, va), vb); });
+      MapNoAffine<In, In>(d, x, y, n, opts, x, [va, vb](VF xv, VF, VF) { return hn::Sub(hn::Sub(xv, va), vb); });
       break;
     case ONORM_OP_LAYER_NORM: {
       const In* g = q.gamma ? static_cast<const In*>(q.gamma) + c0 : nullptr;
       const In* b = q.beta ? static_cast<const In*>(q.beta) + c0 : nullptr;
       auto f = [va, vb](VF xv, VF gv, VF bv) { return hn::MulAdd(hn::Mul(hn::Sub(xv, va), vb), gv, bv); };
-      if (g && b) MapRange<true, true>(d, x, g, b, y, n, stream, f);
-      else if (g) MapRange<true, false>(d, x, g, b, y, n, stream, f);
-      else if (b) MapRange<false, true>(d, x, g, b, y, n, stream, f);
-      else MapRange<false, false>(d, x, g, b, y, n, stream, f);
+      if (g && b) MapRange<true, true>(d, x, g, b, y, n, opts, x, f);
+      else if (g) MapRange<true, false>(d, x, g, b, y, n, opts, x, f);
+      else if (b) MapRange<false, true>(d, x, g, b, y, n, opts, x, f);
+      else MapRange<false, false>(d, x, g, b, y, n, opts, x, f);
       break;
     }
     case ONORM_OP_RMS_NORM: {
       const In* g = q.gamma ? static_cast<const In*>(q.gamma) + c0 : nullptr;
       auto f = [vb](VF xv, VF gv, VF) { return hn::Mul(hn::Mul(xv, vb), gv); };
-      if (g) MapRange<true, false>(d, x, g, g, y, n, stream, f);
-      else MapRange<false, false>(d, x, g, g, y, n, stream, f);
+      if (g) MapRange<true, false>(d, x, g, g, y, n, opts, x, f);
+      else MapRange<false, false>(d, x, g, g, y, n, opts, x, f);
       break;
     }
   }
@@ -400,12 +447,13 @@ HWY_INLINE void WriteRow(DF d, const onorm_request& q, const In* x, Out* y, int6
 // ---------------------------------------------------------------------------------------
 // Whole rows.
 template <typename In, typename Out>
-void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, bool stream) {
+void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
+  const bool pf = (opts & kOptPrefetch) != 0;
   const DF d;
   const int64_t cols = q.x.cols;
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
   std::vector<ChunkState> states(static_cast<size_t>(chunks));
-  const bool scratch_softmax = q.op == ONORM_OP_SOFTMAX && cols <= kScratchCols;
+  const bool scratch_softmax = q.op == ONORM_OP_SOFTMAX && cols <= kScratchCols && !(opts & kOptTwoExp);
   std::vector<float> scratch(scratch_softmax ? static_cast<size_t>(cols) : 0);
   std::vector<float> chunk_max(scratch_softmax ? static_cast<size_t>(chunks) : 0);
   const In* x = static_cast<const In*>(q.x.data);
@@ -417,7 +465,7 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, bool stream) {
       // One exp per element: e = exp(x - m_chunk) kept in f32, rescaled per chunk at the end.
       for (int64_t k = 0; k < chunks; ++k) {
         const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-        states[k].ms = SoftmaxChunk(d, xr + b, static_cast<size_t>(n), scratch.data() + b);
+        states[k].ms = SoftmaxChunk(d, xr + b, static_cast<size_t>(n), scratch.data() + b, pf);
         chunk_max[k] = states[k].ms.m;
       }
       const ChunkState merged = merge_states(q.op, states.data(), chunks);
@@ -427,41 +475,42 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, bool stream) {
         float scale;
         if (fin.mode == kAllNaN) scale = std::numeric_limits<float>::quiet_NaN();
         else if (fin.mode == kAllZero || chunk_max[k] == -kInf) scale = 0.0f;
+        else if (chunk_max[k] == fin.a) scale = fin.b;  // exp(0) = 1: skip the call
         else scale = core::exp_of(chunk_max[k] - fin.a) * fin.b;
         const VF vs = hn::Set(d, scale);
-        MapNoAffine<float, In>(d, scratch.data() + b, yr + b, static_cast<size_t>(n), stream,
+        MapNoAffine<float, In>(d, scratch.data() + b, yr + b, static_cast<size_t>(n), opts, xr + b,
                                [vs](VF ev, VF, VF) { return hn::Mul(ev, vs); });
       }
       continue;
     }
     for (int64_t k = 0; k < chunks; ++k) {
       const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-      states[k] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n));
+      states[k] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf);
     }
     const ChunkState merged = merge_states(q.op, states.data(), chunks);
     RowFinal fin = final_of(q, merged);
     if (q.mean) q.mean[r] = fin.a;
     if (q.rstd) q.rstd[r] = fin.b;
-    WriteRow(d, q, xr, yr, 0, cols, fin, stream);
+    WriteRow(d, q, xr, yr, 0, cols, fin, opts);
   }
 }
 
 template <typename In, typename Out>
-void ChunkStatsT(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states) {
+void ChunkStatsT(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states, unsigned opts) {
   const DF d;
   const In* xr = static_cast<const In*>(q.x.data) + r * q.x.row_stride;
   for (int64_t k = k0; k < k1; ++k) {
     const int64_t b = k * kChunk, n = std::min(kChunk, q.x.cols - b);
-    states[k - k0] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n));
+    states[k - k0] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), (opts & kOptPrefetch) != 0);
   }
 }
 
 template <typename In, typename Out>
-void WriteColsT(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, bool stream) {
+void WriteColsT(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts) {
   const DF d;
   const In* xr = static_cast<const In*>(q.x.data) + r * q.x.row_stride;
   Out* yr = static_cast<Out*>(q.y.data) + r * q.y.row_stride;
-  WriteRow(d, q, xr, yr, c0, c1, f, stream);
+  WriteRow(d, q, xr, yr, c0, c1, f, opts);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -498,34 +547,34 @@ HWY_INLINE void Dispatch(onorm_dtype in, onorm_dtype out, Args&&... args) {
 
 template <typename In, typename Out>
 struct RunRowsFn {
-  static void Run(const onorm_request& q, int64_t r0, int64_t r1, bool stream) {
-    RunRowsT<In, Out>(q, r0, r1, stream);
+  static void Run(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
+    RunRowsT<In, Out>(q, r0, r1, opts);
   }
 };
 template <typename In, typename Out>
 struct ChunkStatsFn {
-  static void Run(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* s) {
-    ChunkStatsT<In, Out>(q, r, k0, k1, s);
+  static void Run(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* s, unsigned opts) {
+    ChunkStatsT<In, Out>(q, r, k0, k1, s, opts);
   }
 };
 template <typename In, typename Out>
 struct WriteColsFn {
-  static void Run(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, bool stream) {
-    WriteColsT<In, Out>(q, r, c0, c1, f, stream);
+  static void Run(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts) {
+    WriteColsT<In, Out>(q, r, c0, c1, f, opts);
   }
 };
 
-void RunRows(const onorm_request& q, int64_t r0, int64_t r1, bool stream) {
-  Dispatch<RunRowsFn>(q.x.dtype, q.y.dtype, q, r0, r1, stream);
-  if (stream) hwy::FlushStream();
+void RunRows(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
+  Dispatch<RunRowsFn>(q.x.dtype, q.y.dtype, q, r0, r1, opts);
+  if (opts & kOptStream) hwy::FlushStream();
 }
-void ChunkStats(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states) {
+void ChunkStats(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states, unsigned opts) {
   // Stats depend on the input type only; the output type parameter is fixed to f32.
-  Dispatch<ChunkStatsFn>(q.x.dtype, ONORM_F32, q, r, k0, k1, states);
+  Dispatch<ChunkStatsFn>(q.x.dtype, ONORM_F32, q, r, k0, k1, states, opts);
 }
-void WriteCols(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, bool stream) {
-  Dispatch<WriteColsFn>(q.x.dtype, q.y.dtype, q, r, c0, c1, f, stream);
-  if (stream) hwy::FlushStream();
+void WriteCols(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts) {
+  Dispatch<WriteColsFn>(q.x.dtype, q.y.dtype, q, r, c0, c1, f, opts);
+  if (opts & kOptStream) hwy::FlushStream();
 }
 
 }  // namespace HWY_NAMESPACE

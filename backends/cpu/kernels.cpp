@@ -22,15 +22,16 @@ HWY_EXPORT(WriteCols);
 bool simd_supports(size_t t, onorm_dtype in, onorm_dtype out) {
   return HWY_DISPATCH_TABLE(SimdSupports)[t](in, out);
 }
-void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, bool stream) {
-  HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, stream);
+void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
+  HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, opts);
 }
-void simd_chunk_stats(size_t t, const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states) {
-  HWY_DISPATCH_TABLE(ChunkStats)[t](q, r, k0, k1, states);
+void simd_chunk_stats(size_t t, const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states,
+                      unsigned opts) {
+  HWY_DISPATCH_TABLE(ChunkStats)[t](q, r, k0, k1, states, opts);
 }
 void simd_write_cols(size_t t, const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f,
-                     bool stream) {
-  HWY_DISPATCH_TABLE(WriteCols)[t](q, r, c0, c1, f, stream);
+                     unsigned opts) {
+  HWY_DISPATCH_TABLE(WriteCols)[t](q, r, c0, c1, f, opts);
 }
 
 // Index of a target's entry in the HWY_EXPORT tables: the same arithmetic as
@@ -87,28 +88,37 @@ bool choose_target(const char* cap, TargetInfo& out) {
   return true;
 }
 
+namespace {
+// Pairwise merge of one member of the chunk states; no allocation up to 64 chunks.
+template <typename State, typename Get>
+State merge_member(ChunkState* states, int64_t count, Get get) {
+  if (count == 1) return get(states[0]);
+  State local[64];
+  std::vector<State> heap;
+  State* v = local;
+  if (count > 64) {
+    heap.resize(static_cast<size_t>(count));
+    v = heap.data();
+  }
+  for (int64_t i = 0; i < count; ++i) v[i] = get(states[i]);
+  return core::merge_pairwise(v, count);
+}
+}  // namespace
+
 ChunkState merge_states(onorm_op op, ChunkState* states, int64_t count) {
   ChunkState m;
+  std::memset(static_cast<void*>(&m), 0, sizeof m);
   switch (op) {
     case ONORM_OP_SOFTMAX:
-    case ONORM_OP_LOG_SOFTMAX: {
-      std::vector<core::MaxSum<float>> v(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = states[i].ms;
-      m.ms = core::merge_pairwise(v.data(), count);
+    case ONORM_OP_LOG_SOFTMAX:
+      m.ms = merge_member<core::MaxSum<float>>(states, count, [](const ChunkState& s) { return s.ms; });
       break;
-    }
-    case ONORM_OP_LAYER_NORM: {
-      std::vector<core::Welford<float>> v(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = states[i].w;
-      m.w = core::merge_pairwise(v.data(), count);
+    case ONORM_OP_LAYER_NORM:
+      m.w = merge_member<core::Welford<float>>(states, count, [](const ChunkState& s) { return s.w; });
       break;
-    }
-    case ONORM_OP_RMS_NORM: {
-      std::vector<core::SumSq<float>> v(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = states[i].ss;
-      m.ss = core::merge_pairwise(v.data(), count);
+    case ONORM_OP_RMS_NORM:
+      m.ss = merge_member<core::SumSq<float>>(states, count, [](const ChunkState& s) { return s.ss; });
       break;
-    }
   }
   return m;
 }

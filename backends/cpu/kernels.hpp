@@ -40,16 +40,23 @@ RowFinal final_of(const onorm_request& q, const ChunkState& merged);
 // Merges the chunk states of one row in the fixed pairwise tree (clobbers the array).
 ChunkState merge_states(onorm_op op, ChunkState* states, int64_t count);
 
+// Options of a call, a bit mask. The defaults (stream for large outputs, prefetch, one exp
+// per element for softmax rows that fit the scratch row) are the fast ones; the others exist
+// so that the benchmark can measure each optimisation against its absence in one process
+// (ONLINENORM_CPU_TUNE=nostream,noprefetch,twoexp). kOptTwoExp changes softmax's rounding,
+// never the thread-count independence.
+enum : unsigned { kOptStream = 1u, kOptPrefetch = 2u, kOptTwoExp = 4u };
+
 // Per-target entry points (index from target_index()).
 bool simd_supports(size_t target_index, onorm_dtype in, onorm_dtype out);
 // Whole rows [r0, r1): statistics and write while the row is in cache.
-void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, bool stream);
+void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts);
 // States of chunks [k0, k1) of row r into states[0 .. k1-k0).
 void simd_chunk_stats(size_t target_index, const onorm_request& q, int64_t r, int64_t k0, int64_t k1,
-                      ChunkState* states);
+                      ChunkState* states, unsigned opts);
 // Write pass of columns [c0, c1) of row r.
 void simd_write_cols(size_t target_index, const onorm_request& q, int64_t r, int64_t c0, int64_t c1,
-                     const RowFinal& f, bool stream);
+                     const RowFinal& f, unsigned opts);
 
 // Target bookkeeping (Highway bit masks; lower bit = better on x86).
 struct TargetInfo {
