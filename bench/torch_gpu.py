@@ -49,6 +49,33 @@ def tensors(dt, cols):
     return x, w, b, rows, rows * cols * es
 
 
+def write_table(rows_out, onorm_csv, dev, md):
+    """Side-by-side markdown table: onorm (CSV from onorm_bench_cuda) vs torch rows."""
+    ours = {}
+    with open(onorm_csv) as f:
+        for r in csv.DictReader(f):
+            ours[(r["op"], r["dtype"], int(r["cols"]))] = r
+    lines = [f"Device: {dev}. TB/s = (bytes of x + bytes of y) / time; % copy against a device-to-device copy "
+             "of the same bytes in the same process (onorm: cudaMemcpyAsync; torch: Tensor.copy_).", "",
+             "| op | dtype | cols | rows | onorm TB/s | onorm % copy | eager TB/s | compile TB/s | x eager | x compile |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows_out:
+        o = ours.get((r["op"], r["dtype"], int(r["cols"])))
+        if not o:
+            continue
+        ot = float(o["tbps"])
+        et = float(r["eager_tbps"])
+        ct = float(r["compile_tbps"]) if r.get("compile_tbps") not in (None, "") else None
+        lines.append(f"| {r['op']} | {r['dtype']} | {r['cols']} | {r['rows']} | {ot:.2f} | {float(o['pct_copy']):.0f}% "
+                     f"| {et:.2f} | {ct if ct is None else f'{ct:.2f}'} | {ot / et:.2f} | "
+                     f"{'-' if ct is None else f'{ot / ct:.2f}'} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if md:
+        with open(md, "w") as f:
+            f.write(text)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--warm", action="store_true")
@@ -56,7 +83,13 @@ def main():
     ap.add_argument("--onorm-csv")
     ap.add_argument("--md")
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--merge", metavar="TORCH_CSV", help="only print the table from a saved torch CSV")
     args = ap.parse_args()
+    if args.merge:
+        with open(args.merge) as f:
+            rows_out = list(csv.DictReader(f))
+        write_table(rows_out, args.onorm_csv, rows_out[0]["device"] if rows_out else "?", args.md)
+        return
 
     import torch
     import triton.testing
@@ -108,31 +141,7 @@ def main():
             for r in rows_out:
                 wr.writerow(r)
     if args.onorm_csv and os.path.exists(args.onorm_csv):
-        ours = {}
-        with open(args.onorm_csv) as f:
-            for r in csv.DictReader(f):
-                ours[(r["op"], r["dtype"], int(r["cols"]))] = r
-        lines = [f"Device: {dev}. TB/s = (bytes of x + bytes of y) / time; % copy against a device-to-device copy "
-                 "of the same bytes in the same process (onorm: cudaMemcpyAsync; torch: Tensor.copy_).", "",
-                 "| op | dtype | cols | rows | onorm TB/s | onorm % copy | eager TB/s | compile TB/s | x eager | x compile |",
-                 "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in rows_out:
-            o = ours.get((r["op"], r["dtype"], r["cols"]))
-            if not o:
-                continue
-            ot = float(o["tbps"])
-            ct = r.get("compile_tbps")
-            lines.append(f"| {r['op']} | {r['dtype']} | {r['cols']} | {r['rows']} | {ot:.2f} | {float(o['pct_copy']):.0f}% "
-                         f"| {r['eager_tbps']:.2f} | {ct:.2f} | {ot / r['eager_tbps']:.2f} | {ot / ct:.2f} |"
-                         if ct else
-                         f"| {r['op']} | {r['dtype']} | {r['cols']} | {r['rows']} | {ot:.2f} | {float(o['pct_copy']):.0f}% "
-                         f"| {r['eager_tbps']:.2f} | - | {ot / r['eager_tbps']:.2f} | - |")
-        text = "\n".join(lines) + "\n"
-        print(text)
-        if args.md:
-            with open(args.md, "w") as f:
-                f.write(text)
-
+        write_table(rows_out, args.onorm_csv, dev, args.md)
 
 if __name__ == "__main__":
     main()

@@ -91,15 +91,18 @@ status_mem=skipped; status_race=skipped
 if [ $sanitize = 1 ] && [ -x $B/bin/onorm_bench_cuda ]; then
   t0=$(date +%s)
   timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/onorm_bench_cuda --check --sanitize \
-    > "$OUT/sanitizer.log" 2>&1 && status_mem=ok || status_mem="FAILED($?)"
+    >> "$OUT/check.log" 2>&1 && status_mem=ok || status_mem="FAILED($?)"
   timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/onorm_bench_cuda --check --sanitize \
-    >> "$OUT/sanitizer.log" 2>&1 && status_race=ok || status_race="FAILED($?)"
+    >> "$OUT/check.log" 2>&1 && status_race=ok || status_race="FAILED($?)"
   echo "sanitizer: memcheck $status_mem racecheck $status_race ($(( $(date +%s) - t0 )) s)"
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|check:" "$OUT/sanitizer.log" | head
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|check:" "$OUT/check.log" | tail -4
 fi
 
 if [ $bench = 1 ] && [ -x $B/bin/onorm_bench_cuda ]; then
   $B/bin/onorm_bench_cuda --csv "$OUT/onorm.csv" > "$OUT/bench.log" 2>&1 || echo "bench: FAILED"
+  # The medium widths again with the staged (shared-memory) kernel instead of registers.
+  echo "---- ONLINENORM_CUDA_REG_MAX_COLS=512 (staged kernel from 513 columns)" >> "$OUT/bench.log"
+  ONLINENORM_CUDA_REG_MAX_COLS=512 $B/bin/onorm_bench_cuda --widths 1024,2048,4096 --quick >> "$OUT/bench.log" 2>&1
   if [ -n "$torch_pid" ]; then
     wait "$torch_pid"
     python3 bench/torch_gpu.py --csv "$OUT/torch.csv" --onorm-csv "$OUT/onorm.csv" --md "$OUT/table.md" \
@@ -109,8 +112,14 @@ fi
 
 echo "================ summary ================"
 echo "build $status_build | ctest $status_ctest | check $status_check | memcheck $status_mem | racecheck $status_race"
+if [ ! -f "$OUT/table.md" ] && [ -f "$OUT/onorm.csv" ] && [ -f bench/cuda/results/h200_torch.csv ]; then
+  # torch not re-run: the side-by-side table from the recorded torch run on this device kind.
+  python3 bench/torch_gpu.py --merge bench/cuda/results/h200_torch.csv --onorm-csv "$OUT/onorm.csv" \
+    --md "$OUT/table.md" > /dev/null
+fi
 if [ -f "$OUT/table.md" ]; then
   cat "$OUT/table.md"
+  grep -A20 "REG_MAX_COLS" "$OUT/bench.log"
 elif [ -f "$OUT/bench.log" ]; then
   cat "$OUT/bench.log"
 fi

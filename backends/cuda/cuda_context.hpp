@@ -19,6 +19,10 @@ struct DeviceInfo {
   int l2_bytes = 0;
   int warp = 32;
   int coop = 0;  // cooperative launch supported
+  // Tuning, from device properties with environment overrides (read at onorm_create):
+  int64_t reg_max_cols_f32 = 4096;       // longest f32 row kept in registers
+  int64_t reg_max_cols_16 = 2048;        // longest f16/bf16 row kept in registers
+  int64_t staged_chunk_bytes = 32768;    // one shared-memory stage of the staged kernel
 };
 
 struct CudaContext {

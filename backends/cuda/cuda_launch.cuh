@@ -2,11 +2,15 @@
 // (one translation unit per input dtype keeps compile units small and parallel).
 //
 // Regimes by row length (VEC = 16 / sizeof(In) elements per vector):
-//   cols <= 1024 (f32) / 2048 (16-bit): a group of 8..32 lanes per row, many rows per block;
-//   cols <= 16384: a block per row, the row in registers (up to 32 floats per thread);
-//   cols >  16384: chunks of 16384 columns, one block each: the cooperative single-read
-//                  schedule when a row group fits the co-resident grid, else the two-read
-//                  schedule in row batches sized to half the L2.
+//   cols <= 1024 (f32) / 2048 (16-bit): a group of 4..32 lanes per row, 1..4 rows per group,
+//                  many rows per block, rows in registers;
+//   cols <= reg_max_cols (f32 4096 / 16-bit 2048; ONLINENORM_CUDA_REG_MAX_COLS overrides):
+//                  a block per row, the row in registers;
+//   longer:        staged_kernel: the row (or chunks of staged_chunk_bytes) in shared memory,
+//                  a persistent grid with the next chunk's copy in flight; K > 1 chunks per
+//                  row merge across a co-resident group (cooperative launch). Rows whose
+//                  chunks exceed the co-resident grid take the two-read schedule in row
+//                  batches sized to half the L2.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +25,7 @@ using gpu::SplitArgs;
 
 constexpr int kWarp = 32;  // NVIDIA warp width; the templates take it as a parameter.
 constexpr int kSplitBlock = 512;
+constexpr int kStagedBlock = 256;
 
 template <typename In>
 struct SplitShape {
@@ -34,9 +39,9 @@ inline onorm_status check_launch(const char* what, char* err, size_t err_len) {
 }
 
 // Launches rows_kernel over rows [0, a.rows) in pieces of at most 2^31 - 1 blocks.
-template <int FAM, typename In, int TPR, int ITEMS, int BLOCK>
+template <int FAM, typename In, int TPR, int ITEMS, int BLOCK, int RPG>
 onorm_status launch_reg(const RowArgs& a0, cudaStream_t st, char* err, size_t err_len) {
-  constexpr int64_t kRpb = BLOCK / TPR;
+  constexpr int64_t kRpb = BLOCK / TPR * RPG;
   constexpr int64_t kMaxRows = int64_t(0x7fffffff) * kRpb;
   for (int64_t r0 = 0; r0 < a0.rows; r0 += kMaxRows) {
     RowArgs a = a0;
@@ -46,43 +51,46 @@ onorm_status launch_reg(const RowArgs& a0, cudaStream_t st, char* err, size_t er
     if (a.mean) a.mean += r0;
     if (a.rstd) a.rstd += r0;
     const unsigned grid = static_cast<unsigned>((a.rows + kRpb - 1) / kRpb);
-    gpu::rows_kernel<FAM, In, kWarp, TPR, ITEMS, BLOCK><<<grid, BLOCK, 0, st>>>(a);
+    gpu::rows_kernel<FAM, In, kWarp, TPR, ITEMS, BLOCK, RPG><<<grid, BLOCK, 0, st>>>(a);
     if (onorm_status s = check_launch("rows_kernel launch", err, err_len)) return s;
   }
   return ONORM_OK;
 }
 
 template <int FAM, typename In>
-bool launch_registers(const RowArgs& a, cudaStream_t st, char* err, size_t err_len, onorm_status& status) {
+bool launch_registers(const CudaContext& ctx, const RowArgs& a, cudaStream_t st, char* err, size_t err_len,
+                      onorm_status& status) {
   constexpr int V = gpu::io<In>::kVec;
   const int64_t c = a.cols;
-#define ONORM_TRY_CFG(TPR, ITEMS, BLOCK)                                           \
+  if (c > (V == 4 ? ctx.info.reg_max_cols_f32 : ctx.info.reg_max_cols_16)) return false;
+#define ONORM_TRY_CFG(TPR, ITEMS, BLOCK, RPG)                                      \
   if (c <= int64_t(TPR) * ITEMS * V) {                                             \
-    status = launch_reg<FAM, In, TPR, ITEMS, BLOCK>(a, st, err, err_len);          \
+    status = launch_reg<FAM, In, TPR, ITEMS, BLOCK, RPG>(a, st, err, err_len);     \
     return true;                                                                   \
   }
+  // (threads per row, vectors per thread, block, rows per group): <= 32 floats per thread.
   if constexpr (V == 4) {
-    ONORM_TRY_CFG(8, 1, 256)     // 32
-    ONORM_TRY_CFG(16, 1, 256)    // 64
-    ONORM_TRY_CFG(32, 1, 256)    // 128
-    ONORM_TRY_CFG(32, 2, 256)    // 256
-    ONORM_TRY_CFG(32, 4, 256)    // 512
-    ONORM_TRY_CFG(32, 8, 256)    // 1024
-    ONORM_TRY_CFG(128, 4, 128)   // 2048
-    ONORM_TRY_CFG(256, 4, 256)   // 4096
-    ONORM_TRY_CFG(512, 4, 512)   // 8192
-    ONORM_TRY_CFG(512, 8, 512)   // 16384
+    ONORM_TRY_CFG(8, 1, 256, 4)     // 32
+    ONORM_TRY_CFG(16, 1, 256, 4)    // 64
+    ONORM_TRY_CFG(32, 1, 256, 4)    // 128
+    ONORM_TRY_CFG(32, 2, 256, 4)    // 256
+    ONORM_TRY_CFG(32, 4, 256, 2)    // 512
+    ONORM_TRY_CFG(32, 8, 256, 1)    // 1024
+    ONORM_TRY_CFG(128, 4, 128, 1)   // 2048
+    ONORM_TRY_CFG(256, 4, 256, 1)   // 4096
+    ONORM_TRY_CFG(512, 4, 512, 1)   // 8192
+    ONORM_TRY_CFG(512, 8, 512, 1)   // 16384
   } else {
-    ONORM_TRY_CFG(4, 1, 256)     // 32
-    ONORM_TRY_CFG(8, 1, 256)     // 64
-    ONORM_TRY_CFG(16, 1, 256)    // 128
-    ONORM_TRY_CFG(32, 1, 256)    // 256
-    ONORM_TRY_CFG(32, 2, 256)    // 512
-    ONORM_TRY_CFG(32, 4, 256)    // 1024
-    ONORM_TRY_CFG(128, 2, 128)   // 2048
-    ONORM_TRY_CFG(256, 2, 256)   // 4096
-    ONORM_TRY_CFG(512, 2, 512)   // 8192
-    ONORM_TRY_CFG(512, 4, 512)   // 16384
+    ONORM_TRY_CFG(4, 1, 256, 4)     // 32
+    ONORM_TRY_CFG(8, 1, 256, 4)     // 64
+    ONORM_TRY_CFG(16, 1, 256, 4)    // 128
+    ONORM_TRY_CFG(32, 1, 256, 4)    // 256
+    ONORM_TRY_CFG(32, 2, 256, 2)    // 512
+    ONORM_TRY_CFG(32, 4, 256, 1)    // 1024
+    ONORM_TRY_CFG(128, 2, 128, 1)   // 2048
+    ONORM_TRY_CFG(256, 2, 256, 1)   // 4096
+    ONORM_TRY_CFG(512, 2, 512, 1)   // 8192
+    ONORM_TRY_CFG(512, 4, 512, 1)   // 16384
   }
 #undef ONORM_TRY_CFG
   return false;
@@ -106,34 +114,50 @@ onorm_status launch_split(CudaContext& ctx, const RowArgs& a, cudaStream_t st, c
   constexpr int kItems = Shape::kItems;
   const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
   std::lock_guard<std::mutex> lock(ctx.mu);
-  if (onorm_status s = ws_acquire(ctx, st, err, err_len)) return s;
 
-  // Single read: the persistent cooperative grid, when a row's chunks fit in it.
-  auto coop = gpu::split_coop_kernel<OP, In, kWarp, kItems, kSplitBlock>;
-  int per_sm = 0;
-  if (ctx.info.coop) {
-    ONORM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, coop, kSplitBlock, 0),
+  // Single read: the staged persistent kernel (a block per row, or K chunks per row merged
+  // across a co-resident row group).
+  {
+    constexpr int V = gpu::io<In>::kVec;
+    const int64_t stage_max = ctx.info.staged_chunk_bytes / int64_t(sizeof(In));
+    const int64_t chunk = a.cols <= stage_max ? a.cols : stage_max;
+    const int64_t Ks = (a.cols + chunk - 1) / chunk;
+    const int64_t alloc = (chunk + V - 1) / V * V;
+    const size_t smem = size_t(2 * alloc) * sizeof(In);
+    auto kern = gpu::staged_kernel<OP, In, kWarp, kStagedBlock>;
+    if (smem > 48 * 1024)
+      ONORM_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+                     "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+    int staged_per_sm = 0;
+    ONORM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&staged_per_sm, kern, kStagedBlock, smem),
                    "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    const int64_t resident = int64_t(staged_per_sm) * ctx.info.sms;
+    if (staged_per_sm > 0 && (Ks == 1 || (ctx.info.coop && Ks <= resident))) {
+      const int64_t groups = std::min<int64_t>(std::max<int64_t>(resident / Ks, 1), a.rows);
+      const int64_t grid = groups * Ks;
+      SplitArgs s{};
+      s.chunk = chunk;
+      s.chunks = Ks;
+      s.groups = groups;
+      s.chunk_alloc = alloc;
+      RowArgs args = a;
+      if (Ks == 1) {
+        gpu::staged_kernel<OP, In, kWarp, kStagedBlock><<<unsigned(grid), kStagedBlock, smem, st>>>(args, s);
+        return check_launch("staged launch", err, err_len);
+      }
+      if (onorm_status e = ws_acquire(ctx, st, err, err_len)) return e;
+      if (onorm_status e = ensure_workspace(ctx, st, size_t(2 * grid) * sizeof(gpu::Entry), err, err_len)) return e;
+      if (++ctx.epoch == 0) ++ctx.epoch;
+      s.epoch = ctx.epoch;
+      s.entries = ctx.ws;
+      void* params[] = {&args, &s};
+      ONORM_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kern), dim3(unsigned(grid)),
+                                                 dim3(kStagedBlock), params, smem, st),
+                     "cooperative staged launch");
+      return ws_release(ctx, st, err, err_len);
+    }
   }
-  const int64_t resident = int64_t(per_sm) * ctx.info.sms;
-  if (resident >= K && K <= 0x7fffffff) {
-    const int64_t groups = std::min<int64_t>(resident / K, a.rows);
-    const int64_t grid = groups * K;
-    if (onorm_status s = ensure_workspace(ctx, st, size_t(2 * grid) * sizeof(gpu::Entry), err, err_len)) return s;
-    SplitArgs s{};
-    s.chunk = Shape::kChunk;
-    s.chunks = K;
-    s.groups = groups;
-    if (++ctx.epoch == 0) ++ctx.epoch;
-    s.epoch = ctx.epoch;
-    s.entries = ctx.ws;
-    RowArgs args = a;
-    void* params[] = {&args, &s};
-    ONORM_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(coop), dim3(unsigned(grid)),
-                                               dim3(kSplitBlock), params, 0, st),
-                   "cooperative split-row launch");
-    return ws_release(ctx, st, err, err_len);
-  }
+  if (onorm_status e = ws_acquire(ctx, st, err, err_len)) return e;
 
   // Two reads: chunk states, a fixed merge tree, then the finish; the batch fits half the L2.
   const int64_t row_bytes = a.cols * int64_t(sizeof(In));
@@ -180,8 +204,8 @@ onorm_status launch_rows(CudaContext& ctx, const RowArgs& a, char* err, size_t e
   }
   onorm_status status = ONORM_OK;
   const bool softmax = a.op == gpu::kOpSoftmax || a.op == gpu::kOpLogSoftmax;
-  if (softmax ? launch_registers<gpu::kFamSoftmax, In>(a, st, err, err_len, status)
-              : launch_registers<gpu::kFamNorm, In>(a, st, err, err_len, status))
+  if (softmax ? launch_registers<gpu::kFamSoftmax, In>(ctx, a, st, err, err_len, status)
+              : launch_registers<gpu::kFamNorm, In>(ctx, a, st, err, err_len, status))
     return status;
   switch (a.op) {
     case gpu::kOpSoftmax: return launch_split<gpu::kOpSoftmax, In>(ctx, a, st, err, err_len);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <new>
 #include <string>
 
@@ -75,6 +76,17 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   int coop = 0;
   cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device);
   ctx->info.coop = coop;
+  // ONLINENORM_CUDA_REG_MAX_COLS=N: rows up to N columns stay in registers (both dtypes);
+  // ONLINENORM_CUDA_STAGED_CHUNK_BYTES=B: shared-memory stage size (two per block).
+  if (const char* v = std::getenv("ONLINENORM_CUDA_REG_MAX_COLS")) {
+    const long long n = std::atoll(v);
+    if (n >= 0) ctx->info.reg_max_cols_f32 = ctx->info.reg_max_cols_16 = n;
+  }
+  if (const char* v = std::getenv("ONLINENORM_CUDA_STAGED_CHUNK_BYTES")) {
+    const long long b = std::atoll(v);
+    const long long cap = static_cast<long long>(prop.sharedMemPerBlockOptin) / 2 - 1024;
+    if (b >= 4096 && b <= cap) ctx->info.staged_chunk_bytes = b / 16 * 16;
+  }
   const cudaError_t e = cudaEventCreateWithFlags(&ctx->ws_event, cudaEventDisableTiming);
   if (e != cudaSuccess) {
     delete ctx;

@@ -1,18 +1,16 @@
 // The row kernels shared by CUDA and HIP. Three regimes:
-//  (a) short rows: a group of TPR <= WARP lanes per row, BLOCK / TPR rows per block;
-//  (b) medium rows: a block per row (TPR == BLOCK);
-//      both keep the row in registers (ITEMS 16-byte vectors per thread): one read, one write.
-//  (c) long rows: a row split into chunks of CHUNK = BLOCK * ITEMS * VEC elements, one block
-//      per chunk. Each block reduces its chunk to a core state; the states of a row are merged
-//      in a fixed order (bitwise deterministic) and every block finishes its chunk from
-//      registers. Two schedules:
-//      - split_coop_kernel: a persistent co-resident grid (cooperative launch); the blocks of
-//        a row publish their states in a workspace with release/acquire flags and each merges
-//        all of them, so the row is read from memory once;
-//      - split_chunk_kernel (stats, then finish) + merge_states_kernel: no co-residency
-//        needed; the row is read twice, in row batches the host sizes so that the second
-//        read hits L2.
-// Accumulation is float for every dtype; special values follow the core algebra (API.md).
+//  (a) short rows: rows_kernel, a group of TPR <= WARP lanes per row, RPG rows per group,
+//      the rows in registers (ITEMS 16-byte vectors per thread per row);
+//  (b) medium rows: rows_kernel with a block per row (rows in registers), or staged_kernel
+//      with K == 1: a persistent grid, a block per row, the row staged in shared memory by
+//      cp.async with the next row's copy in flight (two buffers);
+//  (c) long rows: staged_kernel with K > 1 chunks per row, one block per chunk, chunk states
+//      merged in a fixed order by every block of the row (cooperative launch, release/acquire
+//      flags in a workspace): the row is read from memory once. Rows too long for the
+//      co-resident grid take split_chunk_kernel (stats) + merge_states_kernel (fixed tree) +
+//      split_chunk_kernel (finish): read twice, in row batches the host sizes to the L2.
+// Accumulation is float for every dtype; special values follow the core algebra (API.md);
+// every reduction is a fixed tree, so results are bitwise reproducible.
 #pragma once
 
 #include "dtype_io.hpp"
@@ -50,6 +48,7 @@ struct SplitArgs {
   int64_t chunks;  // chunks per row (K)
   int64_t groups;  // coop: rows in flight (grid = groups * K)
   int64_t row0;    // two-read: first row of this batch
+  int64_t chunk_alloc;  // staged: elements per shared-memory buffer (chunk rounded up to VEC)
   uint64_t epoch;  // coop: this launch's tag (nonzero, unique per workspace use)
   void* entries;   // coop: 2 * grid Entry; two-read: stats output (batch * K states)
   const void* final_states;  // two-read finish: one state per batch row
@@ -148,69 +147,106 @@ ONORM_DEV float sq_dev_items(const float* v, int n, int lane, float mean) {
 }
 
 // ------------------------------------------------------------------ regimes (a) and (b)
-template <int FAM, typename In, int WARP, int TPR, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) rows_kernel(RowArgs a) {
+// Each group of TPR lanes handles RPG rows (rows base + k * groups_per_block), all loaded
+// before any is reduced, so that more bytes are in flight per thread for short rows.
+// Register cap: 64 per thread where the rows fit (16 floats per thread, softmax), else 128.
+template <int FAM, typename In, int ITEMS, int BLOCK, int RPG>
+constexpr int rows_min_blocks() {
+  return BLOCK > 256 ? 1 : (FAM == kFamNorm || RPG * ITEMS * io<In>::kVec > 16 ? 2 : 4) * (256 / BLOCK);
+}
+
+template <int FAM, typename In, int WARP, int TPR, int ITEMS, int BLOCK, int RPG>
+__global__ void __launch_bounds__(BLOCK, (rows_min_blocks<FAM, In, ITEMS, BLOCK, RPG>())) rows_kernel(RowArgs a) {
   constexpr int VEC = io<In>::kVec;
   constexpr int E = ITEMS * VEC;
-  constexpr int RPB = BLOCK / TPR;
-  static_assert(TPR <= WARP || TPR == BLOCK, "row group");
+  constexpr int GPB = BLOCK / TPR;  // groups per block
+  static_assert(TPR <= WARP || (TPR == BLOCK && RPG == 1), "row group");
   __shared__ float scratch[BLOCK / WARP];
   const int lane = static_cast<int>(threadIdx.x) % TPR;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * RPB + static_cast<int>(threadIdx.x) / TPR;
-  const bool active = row < a.rows;
-  // Inactive groups (past the last row) take part in the shuffles with an empty row.
-  const int n = active ? static_cast<int>(a.cols) : 0;
-  const int64_t r = active ? row : 0;
-  const In* x = static_cast<const In*>(a.x) + r * a.xs;
-  float v[E];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * GPB * RPG + static_cast<int>(threadIdx.x) / TPR;
+  float v[RPG][E];
+  int n[RPG];
+  int64_t rr[RPG];
+#pragma unroll
+  for (int k = 0; k < RPG; ++k) {
+    const int64_t row = base + int64_t(k) * GPB;
+    // Inactive groups (past the last row) take part in the shuffles with an empty row.
+    n[k] = row < a.rows ? static_cast<int>(a.cols) : 0;
+    rr[k] = row < a.rows ? row : 0;
+    load_items<In, ITEMS, TPR>(static_cast<const In*>(a.x) + rr[k] * a.xs, n[k], lane, v[k], a.x_vec != 0,
+                               FAM == kFamSoftmax ? kNegInf : 0.0f);
+  }
   if constexpr (FAM == kFamSoftmax) {
     const bool lg = a.op == kOpLogSoftmax;
-    load_items<In, ITEMS, TPR>(x, n, lane, v, a.x_vec != 0, kNegInf);
-    float m = kNegInf;
+    float m[RPG], s[RPG];
 #pragma unroll
-    for (int e = 0; e < E; ++e) m = core::nan_max(m, v[e]);
-    m = row_allreduce<WARP, TPR, BLOCK>(m, lane, scratch, MaxOp{});
-    const bool dead = m == kNegInf;  // all -inf (or empty): the masked-row convention
-    const float mm = dead ? 0.0f : m;
-    float s = 0.0f;
+    for (int k = 0; k < RPG; ++k) {
+      m[k] = kNegInf;
 #pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const float ex = fast_exp(v[e] - mm);
-      s += ex;
-      if (!lg) v[e] = ex;
+      for (int e = 0; e < E; ++e) m[k] = core::nan_max(m[k], v[k][e]);
     }
-    s = row_allreduce<WARP, TPR, BLOCK>(s, lane, scratch, AddOp{});
-    if (lg) {
-      const float lnd = core::log_of(s);
 #pragma unroll
-      for (int e = 0; e < E; ++e) v[e] = dead ? kNegInf : (v[e] - m) - lnd;
-    } else {
-      const float inv = 1.0f / s;
+    for (int k = 0; k < RPG; ++k) m[k] = row_allreduce<WARP, TPR, BLOCK>(m[k], lane, scratch, MaxOp{});
 #pragma unroll
-      for (int e = 0; e < E; ++e) v[e] = dead ? 0.0f : v[e] * inv;
+    for (int k = 0; k < RPG; ++k) {
+      const float mm = m[k] == kNegInf ? 0.0f : m[k];  // all -inf (or empty): the masked row
+      s[k] = 0.0f;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const float ex = fast_exp(v[k][e] - mm);
+        s[k] += ex;
+        if (!lg) v[k][e] = ex;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < RPG; ++k) s[k] = row_allreduce<WARP, TPR, BLOCK>(s[k], lane, scratch, AddOp{});
+#pragma unroll
+    for (int k = 0; k < RPG; ++k) {
+      const bool dead = m[k] == kNegInf;
+      if (lg) {
+        const float lnd = core::log_of(s[k]);
+#pragma unroll
+        for (int e = 0; e < E; ++e) v[k][e] = dead ? kNegInf : (v[k][e] - m[k]) - lnd;
+      } else {
+        const float inv = 1.0f / s[k];
+#pragma unroll
+        for (int e = 0; e < E; ++e) v[k][e] = dead ? 0.0f : v[k][e] * inv;
+      }
     }
   } else {
     const bool rms = a.op == kOpRmsNorm;
-    load_items<In, ITEMS, TPR>(x, n, lane, v, a.x_vec != 0, 0.0f);
-    float mean = 0.0f;
-    if (!rms) {
-      float s = 0.0f;
+    float mean[RPG], q[RPG];
 #pragma unroll
-      for (int e = 0; e < E; ++e) s += v[e];
-      s = row_allreduce<WARP, TPR, BLOCK>(s, lane, scratch, AddOp{});
-      mean = s / static_cast<float>(n);
+    for (int k = 0; k < RPG; ++k) mean[k] = 0.0f;
+    if (!rms) {
+#pragma unroll
+      for (int k = 0; k < RPG; ++k) {
+        float t = 0.0f;
+#pragma unroll
+        for (int e = 0; e < E; ++e) t += v[k][e];
+        mean[k] = t;
+      }
+#pragma unroll
+      for (int k = 0; k < RPG; ++k)
+        mean[k] = row_allreduce<WARP, TPR, BLOCK>(mean[k], lane, scratch, AddOp{}) / static_cast<float>(n[k]);
     }
-    float q = sq_dev_items<In, ITEMS, TPR>(v, n, lane, mean);
-    q = row_allreduce<WARP, TPR, BLOCK>(q, lane, scratch, AddOp{});
-    const float rstd = rms ? core::SumSq<float>::of(n, q).rstd(a.eps)
-                           : core::Welford<float>::of(n, mean, q).rstd(a.eps);
-    if (active && lane == 0) {
-      if (a.mean && !rms) a.mean[row] = mean;
-      if (a.rstd) a.rstd[row] = rstd;
+#pragma unroll
+    for (int k = 0; k < RPG; ++k) q[k] = sq_dev_items<In, ITEMS, TPR>(v[k], n[k], lane, mean[k]);
+#pragma unroll
+    for (int k = 0; k < RPG; ++k) q[k] = row_allreduce<WARP, TPR, BLOCK>(q[k], lane, scratch, AddOp{});
+#pragma unroll
+    for (int k = 0; k < RPG; ++k) {
+      const float rstd = rms ? core::SumSq<float>::of(n[k], q[k]).rstd(a.eps)
+                             : core::Welford<float>::of(n[k], mean[k], q[k]).rstd(a.eps);
+      if (n[k] > 0 && lane == 0) {
+        if (a.mean && !rms) a.mean[rr[k]] = mean[k];
+        if (a.rstd) a.rstd[rr[k]] = rstd;
+      }
+      norm_finish_items<In, ITEMS, TPR>(a, 0, n[k], lane, v[k], rms, mean[k], rstd);
     }
-    norm_finish_items<In, ITEMS, TPR>(a, 0, n, lane, v, rms, mean, rstd);
   }
-  store_any<In, ITEMS, TPR>(a, r, 0, n, lane, v);
+#pragma unroll
+  for (int k = 0; k < RPG; ++k) store_any<In, ITEMS, TPR>(a, rr[k], 0, n[k], lane, v[k]);
 }
 
 // ------------------------------------------------------------------ regime (c)
@@ -299,46 +335,205 @@ union StateScratch {
   S s[32];
 };
 
-// Persistent cooperative schedule: block b serves chunk b % K of rows b / K, b / K + groups, ...
-// Requires every block of the grid to be resident at once (cooperative launch).
-template <int OP, typename In, int WARP, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 2) split_coop_kernel(RowArgs a, SplitArgs s) {
+// Publishes this block's state of round `round` and merges the K states of its row group
+// (blocks first .. first + K - 1) in a fixed order. Requires the group to be co-resident.
+template <int WARP, int BLOCK, typename S>
+ONORM_DEV S coop_merge(const S& mine, Entry* entries, int64_t round, uint64_t epoch, int64_t first, int64_t K,
+                       S* scratch) {
+  const uint64_t tag = (epoch << 32) | static_cast<uint64_t>(round & 0xffffffff);
+  Entry* buf = entries + (round & 1) * static_cast<int64_t>(gridDim.x);
+  if (threadIdx.x == 0) {
+    Entry* e = buf + blockIdx.x;
+    static_assert(sizeof(S) <= sizeof(e->words), "state fits an entry");
+    *reinterpret_cast<S*>(e->words) = mine;
+    shim::store_release_u64(&e->tag, tag);
+  }
+  S acc = S::identity();
+  for (int64_t k = threadIdx.x; k < K; k += BLOCK) {
+    const Entry* e = buf + first + k;
+    while (shim::load_acquire_u64(&e->tag) != tag) {
+    }
+    acc = S::combine(acc, *reinterpret_cast<const S*>(e->words));
+  }
+  return block_allreduce<WARP, BLOCK>(acc, scratch, CombineOp<S>{});
+}
+
+// Loads VEC elements at i of a shared-memory chunk of n elements (pad past the end).
+template <typename In>
+ONORM_DEV void smem_vec(const In* c, int i, int n, float pad, float* o) {
+  constexpr int VEC = io<In>::kVec;
+  if (i + VEC <= n) {
+    io<In>::load_vec(c + i, o);
+  } else {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) o[j] = i + j < n ? io<In>::load1(c + i + j) : pad;
+  }
+}
+
+template <int OP, typename In, typename Out, int BLOCK, typename S>
+ONORM_DEV void staged_output(const RowArgs& a, const In* c, int n, int64_t row, int64_t col0, const S& fin,
+                             float m_c) {
+  constexpr int VEC = io<In>::kVec;
+  Out* y = static_cast<Out*>(a.y) + row * a.ys + col0;
+  const bool yal = a.y_vec != 0;
+  if constexpr (OP == kOpSoftmax) {
+    float scale = m_c == kNegInf ? 0.0f : core::exp_of(m_c - fin.m) / fin.d;
+    if (fin.m == kNegInf) scale = 0.0f;
+    if (core::is_nan(fin.m) || core::is_nan(fin.d)) scale = fin.m + fin.d;  // NaN
+    const float mm = m_c == kNegInf ? 0.0f : m_c;
+#pragma unroll 4
+    for (int i = static_cast<int>(threadIdx.x) * VEC; i < n; i += BLOCK * VEC) {
+      float o[VEC];
+      smem_vec<In>(c, i, n, kNegInf, o);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) o[j] = fast_exp(o[j] - mm) * scale;
+      store_one_item<Out, VEC>(y, i, n, yal, o);
+    }
+  } else if constexpr (OP == kOpLogSoftmax) {
+    const float lnd = core::log_of(fin.d);
+    const bool dead = fin.m == kNegInf;
+#pragma unroll 4
+    for (int i = static_cast<int>(threadIdx.x) * VEC; i < n; i += BLOCK * VEC) {
+      float o[VEC];
+      smem_vec<In>(c, i, n, kNegInf, o);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) o[j] = dead ? kNegInf : (o[j] - fin.m) - lnd;
+      store_one_item<Out, VEC>(y, i, n, yal, o);
+    }
+  } else {
+    constexpr bool kRms = OP == kOpRmsNorm;
+    const float rstd = fin.rstd(a.eps);
+    float mean = 0.0f;
+    if constexpr (!kRms) mean = fin.mean;
+    if (col0 == 0 && threadIdx.x == 0) {
+      if (a.mean && !kRms) a.mean[row] = mean;
+      if (a.rstd) a.rstd[row] = rstd;
+    }
+    const In* g = a.gamma ? static_cast<const In*>(a.gamma) + col0 : nullptr;
+    const In* b = a.beta ? static_cast<const In*>(a.beta) + col0 : nullptr;
+    const bool gal = a.gb_vec != 0;
+#pragma unroll 2
+    for (int i = static_cast<int>(threadIdx.x) * VEC; i < n; i += BLOCK * VEC) {
+      float o[VEC], gv[VEC], bv[VEC];
+      smem_vec<In>(c, i, n, 0.0f, o);
+      if (g) load_one_item<In>(g, i, n, gal, 1.0f, gv);
+      else
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) gv[j] = 1.0f;
+      if (kRms) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) o[j] = core::rms_norm_finish(o[j], rstd, gv[j]);
+      } else {
+        if (b) load_one_item<In>(b, i, n, gal, 0.0f, bv);
+        else
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) bv[j] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) o[j] = core::layer_norm_finish(o[j], mean, rstd, gv[j], bv[j]);
+      }
+      store_one_item<Out, VEC>(y, i, n, yal, o);
+    }
+  }
+}
+
+// Regimes (b) and (c) with the chunk staged in shared memory: a persistent grid; block b
+// serves chunk b % K of rows b / K, b / K + groups, ... While it reduces, merges and writes
+// one chunk, the next row's chunk is already on its way (cp.async, two buffers), so the read
+// stream does not stop for the merge. K == 1: a block per row, no merge. K > 1: the blocks of
+// a row merge their states through `coop_merge` (cooperative launch: all blocks resident).
+// Dynamic shared memory: 2 * s.chunk_alloc elements of In.
+template <int OP, typename In, int WARP, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s) {
   using S = typename op_state<OP>::type;
+  constexpr int VEC = io<In>::kVec;
+  extern __shared__ __align__(16) unsigned char staged_smem[];
   __shared__ StateScratch<S> scratch;
+  In* bufs = reinterpret_cast<In*>(staged_smem);
   const int64_t K = s.chunks;
   const int64_t chunk = blockIdx.x % K;
-  const int64_t first = blockIdx.x - chunk;  // this row group's first block
-  Entry* entries = static_cast<Entry*>(s.entries);
-  int64_t round = 0;
-  for (int64_t row = blockIdx.x / K; row < a.rows; row += s.groups, ++round) {
-    const uint64_t tag = (s.epoch << 32) | static_cast<uint64_t>(round & 0xffffffff);
-    Entry* buf = entries + (round & 1) * static_cast<int64_t>(gridDim.x);
+  const int64_t first = blockIdx.x - chunk;
+  const int64_t col0 = chunk * s.chunk;
+  const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
+  const int tid = static_cast<int>(threadIdx.x);
+  auto issue = [&](int64_t row, In* dst) {
+    const In* src = static_cast<const In*>(a.x) + row * a.xs + col0;
+    int done = 0;
+    if (a.x_vec) {
+      const int nv = n / VEC;
+      for (int i = tid; i < nv; i += BLOCK) shim::cp_async_16(dst + i * VEC, src + i * VEC);
+      done = nv * VEC;
+    }
+    for (int i = done + tid; i < n; i += BLOCK) dst[i] = src[i];
+    shim::cp_async_commit();
+  };
+  int64_t row = blockIdx.x / K;
+  if (row < a.rows) issue(row, bufs);
+  int stage = 0;
+  for (int64_t round = 0; row < a.rows; row += s.groups, ++round) {
     const int64_t next = row + s.groups;
-    auto merge = [&](const S& mine, S* sc) -> S {
-      if (threadIdx.x == 0) {
-        Entry* e = buf + blockIdx.x;
-        static_assert(sizeof(S) <= sizeof(e->words), "state fits an entry");
-        *reinterpret_cast<S*>(e->words) = mine;
-        shim::store_release_u64(&e->tag, tag);
+    if (next < a.rows) issue(next, bufs + (stage ^ 1) * s.chunk_alloc);
+    else shim::cp_async_commit();
+    shim::cp_async_wait<1>();
+    shim::sync_threads();
+    const In* c = bufs + stage * s.chunk_alloc;
+    S st;
+    float m_c = 0.0f;
+    if constexpr (OP == kOpSoftmax || OP == kOpLogSoftmax) {
+      float m = kNegInf;
+#pragma unroll 4
+      for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
+        float o[VEC];
+        smem_vec<In>(c, i, n, kNegInf, o);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) m = core::nan_max(m, o[j]);
       }
-      // Overlap the wait with the next chunk's read: pull it into L2.
-      if (next < a.rows) {
-        const char* nx = reinterpret_cast<const char*>(static_cast<const In*>(a.x) + next * a.xs + chunk * s.chunk);
-        const int64_t bytes = (a.cols - chunk * s.chunk < s.chunk ? a.cols - chunk * s.chunk : s.chunk) *
-                              static_cast<int64_t>(sizeof(In));
-        for (int64_t off = static_cast<int64_t>(threadIdx.x) * 128; off < bytes; off += 128 * BLOCK)
-          shim::prefetch_l2(nx + off);
+      m_c = block_allreduce<WARP, BLOCK>(m, scratch.f, MaxOp{});
+      const float mm = m_c == kNegInf ? 0.0f : m_c;
+      float d = 0.0f;
+#pragma unroll 4
+      for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
+        float o[VEC];
+        smem_vec<In>(c, i, n, kNegInf, o);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) d += fast_exp(o[j] - mm);
       }
-      S acc = S::identity();
-      for (int64_t k = threadIdx.x; k < K; k += BLOCK) {
-        const Entry* e = buf + first + k;
-        while (shim::load_acquire_u64(&e->tag) != tag) {
+      d = block_allreduce<WARP, BLOCK>(d, scratch.f, AddOp{});
+      st = m_c == kNegInf ? S::identity() : S::of(m_c, d);
+    } else {
+      float mean = 0.0f;
+      if constexpr (OP == kOpLayerNorm) {
+        float t = 0.0f;
+#pragma unroll 4
+        for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
+          float o[VEC];
+          smem_vec<In>(c, i, n, 0.0f, o);
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) t += o[j];
         }
-        acc = S::combine(acc, *reinterpret_cast<const S*>(e->words));
+        mean = block_allreduce<WARP, BLOCK>(t, scratch.f, AddOp{}) / static_cast<float>(n);
       }
-      return block_allreduce<WARP, BLOCK>(acc, sc, CombineOp<S>{});
-    };
-    split_chunk<OP, In, WARP, ITEMS, BLOCK, kModeCoop>(a, s, row, chunk, &scratch, merge);
+      float q = 0.0f;
+#pragma unroll 4
+      for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
+        float o[VEC];
+        smem_vec<In>(c, i, n, mean, o);  // pad with the mean: no contribution
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) q += (o[j] - mean) * (o[j] - mean);
+      }
+      q = block_allreduce<WARP, BLOCK>(q, scratch.f, AddOp{});
+      if constexpr (OP == kOpLayerNorm) st = S::of(n, mean, q);
+      else st = S::of(n, q);
+    }
+    const S fin = K > 1 ? coop_merge<WARP, BLOCK>(st, static_cast<Entry*>(s.entries), round, s.epoch, first, K,
+                                                  scratch.s)
+                        : st;
+    switch (a.out_dtype) {
+      case kF32: staged_output<OP, In, float, BLOCK>(a, c, n, row, col0, fin, m_c); break;
+      case kF16: staged_output<OP, In, core::f16_bits, BLOCK>(a, c, n, row, col0, fin, m_c); break;
+      default: staged_output<OP, In, core::bf16_bits, BLOCK>(a, c, n, row, col0, fin, m_c); break;
+    }
+    shim::sync_threads();  // this buffer is refilled next round
+    stage ^= 1;
   }
 }
 

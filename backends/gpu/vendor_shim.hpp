@@ -17,6 +17,9 @@
 //   Vec16                           a 16-byte vector type for loads and stores (uint4).
 //   sync_threads()                  block barrier.
 //   prefetch_l2(p)                  optional hint (may be a no-op).
+//   cp_async_16(smem, gmem), cp_async_commit(), cp_async_wait<N>()
+//                                   16-byte global -> shared copies in commit groups; wait<N>
+//                                   leaves at most N groups in flight (may be synchronous).
 // Warp width is NOT provided here: kernels take it as a template parameter (32 on NVIDIA and
 // RDNA, 64 on CDNA), chosen by the host from the device properties.
 #pragma once
@@ -62,6 +65,12 @@ ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) {
 }
 ONORM_DEV void sync_threads() { __syncthreads(); }
 ONORM_DEV void prefetch_l2(const void*) {}
+// Asynchronous global -> shared copies (here synchronous; a HIP branch may do better).
+ONORM_DEV void cp_async_16(void* smem, const void* gmem) {
+  *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
+}
+ONORM_DEV void cp_async_commit() {}
+template <int N> ONORM_DEV void cp_async_wait() {}
 }  // namespace shim
 }  // namespace gpu
 }  // namespace onorm
@@ -109,6 +118,26 @@ ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) {
 ONORM_DEV void sync_threads() { __syncthreads(); }
 // Hint: bring one line into L2 (used to overlap the next chunk's read with a row merge).
 ONORM_DEV void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+// Asynchronous 16-byte global -> shared copy (cp.async, sm_80+), grouped by commit; wait<N>
+// returns when at most N of this thread's groups are still in flight.
+ONORM_DEV void cp_async_16(void* smem, const void* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+#else
+  *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
+#endif
+}
+ONORM_DEV void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N> ONORM_DEV void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
 }  // namespace shim
 }  // namespace gpu
 }  // namespace onorm

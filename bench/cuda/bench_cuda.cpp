@@ -1,6 +1,6 @@
 // CUDA benchmark and smoke check, through the library's C ABI (the same module users load).
 //
-//   onorm_bench_cuda [--csv FILE] [--quick]   time every op (f32, bf16) over the widths, each
+//   onorm_bench_cuda [--csv FILE] [--quick] [--widths a,b,..]   time every op (f32, bf16) over the widths, each
 //        case moving >= 256 MB, against a device-to-device copy of the same bytes measured in
 //        the same run; CUDA events, median of many runs, buffer sets rotated.
 //   onorm_bench_cuda --check [--big]          compare against the float64 reference (reference/)
@@ -59,10 +59,18 @@ const char* dtype_name(onorm_dtype d) {
 }
 
 // ------------------------------------------------------------------------------ benchmark
-int bench(onorm_context ctx, const char* csv_path, bool quick) {
+int bench(onorm_context ctx, const char* csv_path, bool quick, const char* width_list) {
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
   std::vector<int64_t> widths = {64, 128, 512, 1024, 4096, 8192, 16384, 32768, 131072, 262144, 1048576};
+  if (width_list) {
+    widths.clear();
+    for (const char* p = width_list; *p;) {
+      widths.push_back(std::atoll(p));
+      while (*p && *p != ',') ++p;
+      if (*p == ',') ++p;
+    }
+  }
   const size_t kTarget = size_t(256) << 20;  // bytes moved (x read + y written) per call
   const int kSets = 2, kIters = quick ? 5 : 20;
   FILE* csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
@@ -268,10 +276,12 @@ int check(onorm_context ctx, bool big, bool small) {
 
 int main(int argc, char** argv) {
   const char* csv = nullptr;
+  const char* width_list = nullptr;
   bool do_check = false, quick = false, big = false, small = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
     else if (!std::strcmp(argv[i], "--check")) do_check = true;
+    else if (!std::strcmp(argv[i], "--widths") && i + 1 < argc) width_list = argv[++i];
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--big")) big = true;
     else if (!std::strcmp(argv[i], "--sanitize")) small = true;
@@ -283,7 +293,7 @@ int main(int argc, char** argv) {
   onorm_context ctx = nullptr;
   OK(onorm_create(ONORM_BACKEND_CUDA, 0, &ctx));
   std::printf("backend: %s\n", onorm_backend_name(ctx));
-  const int rc = do_check ? check(ctx, big, small) : bench(ctx, csv, quick);
+  const int rc = do_check ? check(ctx, big, small) : bench(ctx, csv, quick, width_list);
   onorm_destroy(ctx);
   return rc;
 }
