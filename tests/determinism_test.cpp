@@ -19,8 +19,8 @@ struct Shape {
 const Shape kShapes[] = {
     {Op::softmax, ONORM_F32, ONORM_F32, 17, 1000},       {Op::log_softmax, ONORM_BF16, ONORM_BF16, 5, 4097},
     {Op::layer_norm, ONORM_F16, ONORM_F32, 9, 3001},     {Op::rms_norm, ONORM_BF16, ONORM_F16, 33, 257},
-    {Op::softmax, ONORM_BF16, ONORM_F32, 2, 1 << 20},    {Op::layer_norm, ONORM_F32, ONORM_BF16, 2, (1 << 20) + 3},
-    {Op::rms_norm, ONORM_F32, ONORM_F32, 1, (1 << 21) + 1}, {Op::log_softmax, ONORM_F16, ONORM_F32, 64, 12345},
+    {Op::softmax, ONORM_BF16, ONORM_F32, 2, 1 << 18},    {Op::layer_norm, ONORM_F32, ONORM_BF16, 1, (1 << 20) + 3},
+    {Op::rms_norm, ONORM_F32, ONORM_F32, 1, (1 << 19) + 1}, {Op::log_softmax, ONORM_F16, ONORM_F32, 24, 12345},
 };
 
 // Runs the shape with fixed inputs (a seed per shape) and returns the output images.

@@ -79,7 +79,9 @@ TEST_P(OpsTest, MatchesReference) {
   const Width widths[] = {{1, 7}, {3, 5}, {127, 4}, {1025, 3}, {65537, 2}};
   const std::vector<Layout> ls = layouts(op, in, out);
   for (const Width& w : widths) {
-    for (const Layout& L : ls) {
+    for (size_t li = 0; li < ls.size(); ++li) {
+      const Layout& L = ls[li];
+      if (w.cols > 10000 && li != 1 && li != 3) continue;  // long rows: padded/unaligned and in place only
       EXPECT_TRUE(run_checked(ctx, op, in, out, w.rows, w.cols, L, rng));
       if (HasFailure()) return;  // one clear failure, not hundreds
     }
@@ -125,15 +127,15 @@ TEST_P(LongRowTest, BeyondTwoToTheTwentyFour) {
     Op op;
     onorm_dtype dt;
   };
-  const Case cases[] = {{Op::softmax, ONORM_F32},    {Op::log_softmax, ONORM_F32}, {Op::layer_norm, ONORM_F32},
-                        {Op::rms_norm, ONORM_F32},   {Op::softmax, ONORM_BF16},    {Op::layer_norm, ONORM_BF16}};
+  const Case cases[] = {{Op::softmax, ONORM_F32}, {Op::layer_norm, ONORM_F32}, {Op::rms_norm, ONORM_BF16},
+                        {Op::log_softmax, ONORM_BF16}};
   for (const Case& c : cases) {
     Layout L;
     L.mean = L.rstd = true;
     // An offset mean makes a single running f32 sum drift visibly; values stay representable.
     const double center = c.op == Op::layer_norm ? 3.0 : 0.0;
-    std::normal_distribution<double> nd(center, 1.0);
-    EXPECT_TRUE(run_checked(ctx, c.op, c.dt, c.dt, 1, cols, L, rng, [&](int64_t, int64_t) { return nd(rng); }));
+    EXPECT_TRUE(run_checked(ctx, c.op, c.dt, c.dt, 1, cols, L, rng,
+                            [&](int64_t, int64_t) { return cheap_normal(rng, center, 1.0); }));
   }
 }
 

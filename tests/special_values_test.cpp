@@ -24,6 +24,7 @@ void run(onorm_context ctx, Op op, onorm_dtype dt, int64_t rows, int64_t cols, c
   // Default output: f32 (f64 for f64 input).
   const onorm_dtype out = out_dtype >= 0 ? static_cast<onorm_dtype>(out_dtype) : dt == ONORM_F64 ? ONORM_F64 : ONORM_F32;
   for (bool stats : {false, true}) {
+    if (cols > 10000 && !stats) continue;  // long rows once
     Layout L;
     L.gamma = L.beta = L.mean = L.rstd = stats;
     L.y_pad = stats ? 3 : 0;

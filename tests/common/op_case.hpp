@@ -33,8 +33,8 @@ inline Generator random_inputs(Op op, int64_t rows, std::mt19937_64& rng) {
   for (int64_t r = 0; r < rows; ++r) dists->push_back(input_dist(op, rng));
   auto eng = std::make_shared<std::mt19937_64>(rng());
   return [dists, eng](int64_t r, int64_t) {
-    std::normal_distribution<double> n((*dists)[static_cast<size_t>(r)].center, (*dists)[static_cast<size_t>(r)].scale);
-    return n(*eng);
+    const InputDist& d = (*dists)[static_cast<size_t>(r)];
+    return cheap_normal(*eng, d.center, d.scale);
   };
 }
 
