@@ -100,9 +100,12 @@ fi
 
 if [ $bench = 1 ] && [ -x $B/bin/onorm_bench_cuda ]; then
   $B/bin/onorm_bench_cuda --csv "$OUT/onorm.csv" > "$OUT/bench.log" 2>&1 || echo "bench: FAILED"
-  # The medium widths again with the staged (shared-memory) kernel instead of registers.
-  echo "---- ONLINENORM_CUDA_REG_MAX_COLS=512 (staged kernel from 513 columns)" >> "$OUT/bench.log"
-  ONLINENORM_CUDA_REG_MAX_COLS=512 $B/bin/onorm_bench_cuda --widths 1024,2048,4096 --quick >> "$OUT/bench.log" 2>&1
+  # Alternatives to the default routing, measured in the same run (bench/cuda/NOTES.md).
+  for alt in "ONLINENORM_CUDA_SPLIT=tworead:32768,131072,1048576" "ONLINENORM_CUDA_REG_MAX_COLS=16384:16384" \
+             "ONLINENORM_CUDA_REG_MAX_COLS=4096:8192"; do
+    echo "---- ${alt%%:*} widths ${alt#*:}" >> "$OUT/bench.log"
+    env "${alt%%:*}" $B/bin/onorm_bench_cuda --widths "${alt#*:}" --quick 2>&1 | grep -v "^backend\|^op " >> "$OUT/bench.log"
+  done
   if [ -n "$torch_pid" ]; then
     wait "$torch_pid"
     python3 bench/torch_gpu.py --csv "$OUT/torch.csv" --onorm-csv "$OUT/onorm.csv" --md "$OUT/table.md" \
@@ -119,7 +122,7 @@ if [ ! -f "$OUT/table.md" ] && [ -f "$OUT/onorm.csv" ] && [ -f bench/cuda/result
 fi
 if [ -f "$OUT/table.md" ]; then
   cat "$OUT/table.md"
-  grep -A20 "REG_MAX_COLS" "$OUT/bench.log"
+  sed -n '/^---- /,$p' "$OUT/bench.log"
 elif [ -f "$OUT/bench.log" ]; then
   cat "$OUT/bench.log"
 fi

@@ -20,8 +20,9 @@ struct DeviceInfo {
   int warp = 32;
   int coop = 0;  // cooperative launch supported
   // Tuning, from device properties with environment overrides (read at onorm_create):
-  int64_t reg_max_cols_f32 = 4096;       // longest f32 row kept in registers
-  int64_t reg_max_cols_16 = 2048;        // longest f16/bf16 row kept in registers
+  int64_t reg_max_cols_f32 = 16384;      // longest f32 row kept in registers
+  int64_t reg_max_cols_16 = 8192;        // longest f16/bf16 row kept in registers
+  int force_two_read = 0;                // long rows: skip the single-read schedule
   int64_t staged_chunk_bytes = 32768;    // one shared-memory stage of the staged kernel
 };
 

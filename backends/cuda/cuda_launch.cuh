@@ -70,22 +70,22 @@ bool launch_registers(const CudaContext& ctx, const RowArgs& a, cudaStream_t st,
   }
   // (threads per row, vectors per thread, block, rows per group): <= 32 floats per thread.
   if constexpr (V == 4) {
-    ONORM_TRY_CFG(8, 1, 256, 4)     // 32
-    ONORM_TRY_CFG(16, 1, 256, 4)    // 64
-    ONORM_TRY_CFG(32, 1, 256, 4)    // 128
-    ONORM_TRY_CFG(32, 2, 256, 4)    // 256
-    ONORM_TRY_CFG(32, 4, 256, 2)    // 512
+    ONORM_TRY_CFG(8, 1, 256, 1)     // 32
+    ONORM_TRY_CFG(16, 1, 256, 1)    // 64
+    ONORM_TRY_CFG(32, 1, 256, 1)    // 128
+    ONORM_TRY_CFG(32, 2, 256, 1)    // 256
+    ONORM_TRY_CFG(32, 4, 256, 1)    // 512
     ONORM_TRY_CFG(32, 8, 256, 1)    // 1024
     ONORM_TRY_CFG(128, 4, 128, 1)   // 2048
     ONORM_TRY_CFG(256, 4, 256, 1)   // 4096
     ONORM_TRY_CFG(512, 4, 512, 1)   // 8192
     ONORM_TRY_CFG(512, 8, 512, 1)   // 16384
   } else {
-    ONORM_TRY_CFG(4, 1, 256, 4)     // 32
-    ONORM_TRY_CFG(8, 1, 256, 4)     // 64
-    ONORM_TRY_CFG(16, 1, 256, 4)    // 128
-    ONORM_TRY_CFG(32, 1, 256, 4)    // 256
-    ONORM_TRY_CFG(32, 2, 256, 2)    // 512
+    ONORM_TRY_CFG(4, 1, 256, 1)     // 32
+    ONORM_TRY_CFG(8, 1, 256, 1)     // 64
+    ONORM_TRY_CFG(16, 1, 256, 1)    // 128
+    ONORM_TRY_CFG(32, 1, 256, 1)    // 256
+    ONORM_TRY_CFG(32, 2, 256, 1)    // 512
     ONORM_TRY_CFG(32, 4, 256, 1)    // 1024
     ONORM_TRY_CFG(128, 2, 128, 1)   // 2048
     ONORM_TRY_CFG(256, 2, 256, 1)   // 4096
@@ -117,7 +117,7 @@ onorm_status launch_split(CudaContext& ctx, const RowArgs& a, cudaStream_t st, c
 
   // Single read: the staged persistent kernel (a block per row, or K chunks per row merged
   // across a co-resident row group).
-  {
+  if (!ctx.info.force_two_read) {
     constexpr int V = gpu::io<In>::kVec;
     const int64_t stage_max = ctx.info.staged_chunk_bytes / int64_t(sizeof(In));
     const int64_t chunk = a.cols <= stage_max ? a.cols : stage_max;

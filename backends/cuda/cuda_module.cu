@@ -82,6 +82,8 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
     const long long n = std::atoll(v);
     if (n >= 0) ctx->info.reg_max_cols_f32 = ctx->info.reg_max_cols_16 = n;
   }
+  // ONLINENORM_CUDA_SPLIT=tworead: long rows always take the two-read (L2 batch) schedule.
+  if (const char* v = std::getenv("ONLINENORM_CUDA_SPLIT")) ctx->info.force_two_read = std::string(v) == "tworead";
   if (const char* v = std::getenv("ONLINENORM_CUDA_STAGED_CHUNK_BYTES")) {
     const long long b = std::atoll(v);
     const long long cap = static_cast<long long>(prop.sharedMemPerBlockOptin) / 2 - 1024;
