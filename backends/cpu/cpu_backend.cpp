@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -78,16 +79,23 @@ void run_scalar(const onorm_request& q) {
   for (int64_t r = 0; r < rows; ++r) scalar_run_rows(q, r, r + 1);
 }
 
-// Fewer rows than threads and long rows: every chunk of every row is a task.
+// Fewer rows than threads and long rows: every chunk of every row is a task. Same chunks,
+// same merge tree and same per-element arithmetic as simd_run_rows (softmax rows up to
+// kScratchCols keep exp(x - m_chunk) in a scratch row here too).
 void run_split(const CpuContext& c, const onorm_request& q, unsigned opts) {
   const int64_t rows = q.x.rows, cols = q.x.cols;
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
+  const bool scratch = q.op == ONORM_OP_SOFTMAX && cols <= kScratchCols && !(opts & kOptTwoExp);
   std::vector<ChunkState> states(static_cast<size_t>(rows * chunks));
+  std::vector<float> chunk_max(scratch ? static_cast<size_t>(rows * chunks) : 0);
+  // Uninitialized on purpose: every element is written by the stats pass before it is read.
+  std::unique_ptr<float[]> e(scratch ? new float[static_cast<size_t>(rows * cols)] : nullptr);
   const int64_t tasks = rows * chunks;
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t r = t / chunks, k = t % chunks;
-    simd_chunk_stats(c.index, q, r, k, k + 1, states.data() + t, opts);
+    simd_chunk_stats(c.index, q, r, k, k + 1, states.data() + t, opts, scratch ? e.get() + r * cols : nullptr);
+    if (scratch) chunk_max[static_cast<size_t>(t)] = states[static_cast<size_t>(t)].ms.m;
   }
   std::vector<RowFinal> finals(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
@@ -100,7 +108,13 @@ void run_split(const CpuContext& c, const onorm_request& q, unsigned opts) {
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t r = t / chunks, k = t % chunks;
     const int64_t c0 = k * kChunk, c1 = std::min(cols, c0 + kChunk);
-    simd_write_cols(c.index, q, r, c0, c1, finals[static_cast<size_t>(r)], opts);
+    const RowFinal& fin = finals[static_cast<size_t>(r)];
+    if (scratch) {
+      simd_write_cols(c.index, q, r, c0, c1, fin, opts, e.get() + r * cols,
+                      chunk_scale(fin, chunk_max[static_cast<size_t>(t)]));
+    } else {
+      simd_write_cols(c.index, q, r, c0, c1, fin, opts, nullptr, 0.0f);
+    }
   }
 }
 
@@ -116,7 +130,7 @@ onorm_status run(void* impl, const onorm_request* request, char*, size_t) {
   const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.y.dtype == ONORM_F32 ? 4 : 2);
   unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
   opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
-  if (rows < threads && cols >= kSplitCols && cols > kScratchCols) {
+  if (rows < threads && cols >= kSplitCols) {
     run_split(c, q, opts);
     return ONORM_OK;
   }

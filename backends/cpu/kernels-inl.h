@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "hwy/cache_control.h"
@@ -176,10 +177,10 @@ HWY_INLINE VF ExpNonPos(DF d, VF x) {
 // ---------------------------------------------------------------------------------------
 // Chunk reductions (n <= kChunk elements, in L1 after the first pass).
 
-// Max over the chunk; `check` becomes NaN when the sum of the elements is NaN, i.e. when the
-// chunk holds a NaN (which Max may drop) or both infinities: the caller then looks closer.
+// Max over the chunk; `maybe_nan` is set when the lane sums of the elements hold a NaN, i.e.
+// when the chunk holds a NaN (which Max may drop) or both infinities: the caller looks closer.
 template <typename In>
-HWY_INLINE float ChunkMax(DF d, const In* HWY_RESTRICT x, size_t n, float& check) {
+HWY_INLINE float ChunkMax(DF d, const In* HWY_RESTRICT x, size_t n, bool& maybe_nan) {
   const size_t N = hn::Lanes(d);
   VF m0 = hn::Set(d, -kInf), m1 = m0, m2 = m0, m3 = m0;
   VF s0 = hn::Zero(d), s1 = s0;
@@ -204,7 +205,7 @@ HWY_INLINE float ChunkMax(DF d, const In* HWY_RESTRICT x, size_t n, float& check
     m0 = hn::Max(m0, a);
     s1 = hn::Add(s1, LoadTail(d, x + i, n - i, 0.0f));
   }
-  check = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  maybe_nan = !hn::AllFalse(d, hn::IsNaN(hn::Add(s0, s1)));
   return hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
 }
 
@@ -256,10 +257,10 @@ HWY_INLINE float ChunkExpSum(DF d, const In* HWY_RESTRICT x, size_t n, float m, 
 // value the write pass must produce for special chunks: 0 for an empty chunk, NaN for NaN).
 template <typename In>
 HWY_INLINE core::MaxSum<float> SoftmaxChunk(DF d, const In* x, size_t n, float* e, bool pf) {
-  float check = 0;
-  const float m = ChunkMax(d, x, n, check);
+  bool maybe_nan = false;
+  const float m = ChunkMax(d, x, n, maybe_nan);
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  if ((std::isnan(check) && ChunkHasNaN(x, n)) || std::isnan(m) || m == kInf) {
+  if ((maybe_nan && ChunkHasNaN(x, n)) || std::isnan(m) || m == kInf) {
     // NaN (or +inf: exp(inf - inf)) makes the row NaN, as core::MaxSum's push would.
     if (e) std::fill(e, e + n, nan);
     return core::MaxSum<float>::of(m == kInf ? kInf : nan, nan);
@@ -454,7 +455,8 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
   std::vector<ChunkState> states(static_cast<size_t>(chunks));
   const bool scratch_softmax = q.op == ONORM_OP_SOFTMAX && cols <= kScratchCols && !(opts & kOptTwoExp);
-  std::vector<float> scratch(scratch_softmax ? static_cast<size_t>(cols) : 0);
+  // Uninitialized on purpose (up to 4 MB): every element is written before it is read.
+  std::unique_ptr<float[]> scratch(scratch_softmax ? new float[static_cast<size_t>(cols)] : nullptr);
   std::vector<float> chunk_max(scratch_softmax ? static_cast<size_t>(chunks) : 0);
   const In* x = static_cast<const In*>(q.x.data);
   Out* y = static_cast<Out*>(q.y.data);
@@ -465,20 +467,16 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
       // One exp per element: e = exp(x - m_chunk) kept in f32, rescaled per chunk at the end.
       for (int64_t k = 0; k < chunks; ++k) {
         const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-        states[k].ms = SoftmaxChunk(d, xr + b, static_cast<size_t>(n), scratch.data() + b, pf);
+        states[k].ms = SoftmaxChunk(d, xr + b, static_cast<size_t>(n), scratch.get() + b, pf);
         chunk_max[k] = states[k].ms.m;
       }
       const ChunkState merged = merge_states(q.op, states.data(), chunks);
       const RowFinal fin = final_of(q, merged);
       for (int64_t k = 0; k < chunks; ++k) {
         const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-        float scale;
-        if (fin.mode == kAllNaN) scale = std::numeric_limits<float>::quiet_NaN();
-        else if (fin.mode == kAllZero || chunk_max[k] == -kInf) scale = 0.0f;
-        else if (chunk_max[k] == fin.a) scale = fin.b;  // exp(0) = 1: skip the call
-        else scale = core::exp_of(chunk_max[k] - fin.a) * fin.b;
+        const float scale = chunk_scale(fin, chunk_max[k]);
         const VF vs = hn::Set(d, scale);
-        MapNoAffine<float, In>(d, scratch.data() + b, yr + b, static_cast<size_t>(n), opts, xr + b,
+        MapNoAffine<float, In>(d, scratch.get() + b, yr + b, static_cast<size_t>(n), opts, xr + b,
                                [vs](VF ev, VF, VF) { return hn::Mul(ev, vs); });
       }
       continue;
@@ -496,20 +494,34 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
 }
 
 template <typename In, typename Out>
-void ChunkStatsT(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states, unsigned opts) {
+void ChunkStatsT(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states, unsigned opts,
+                 float* scratch_row) {
   const DF d;
   const In* xr = static_cast<const In*>(q.x.data) + r * q.x.row_stride;
+  const bool pf = (opts & kOptPrefetch) != 0;
   for (int64_t k = k0; k < k1; ++k) {
     const int64_t b = k * kChunk, n = std::min(kChunk, q.x.cols - b);
-    states[k - k0] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), (opts & kOptPrefetch) != 0);
+    if (scratch_row) {
+      std::memset(static_cast<void*>(&states[k - k0]), 0, sizeof(ChunkState));
+      states[k - k0].ms = SoftmaxChunk(d, xr + b, static_cast<size_t>(n), scratch_row + b, pf);
+    } else {
+      states[k - k0] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf);
+    }
   }
 }
 
 template <typename In, typename Out>
-void WriteColsT(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts) {
+void WriteColsT(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts,
+                const float* scratch_row, float scale) {
   const DF d;
   const In* xr = static_cast<const In*>(q.x.data) + r * q.x.row_stride;
   Out* yr = static_cast<Out*>(q.y.data) + r * q.y.row_stride;
+  if (scratch_row) {
+    const VF vs = hn::Set(d, scale);
+    MapNoAffine<float, In>(d, scratch_row + c0, yr + c0, static_cast<size_t>(c1 - c0), opts, xr + c0,
+                           [vs](VF ev, VF, VF) { return hn::Mul(ev, vs); });
+    return;
+  }
   WriteRow(d, q, xr, yr, c0, c1, f, opts);
 }
 
@@ -553,14 +565,16 @@ struct RunRowsFn {
 };
 template <typename In, typename Out>
 struct ChunkStatsFn {
-  static void Run(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* s, unsigned opts) {
-    ChunkStatsT<In, Out>(q, r, k0, k1, s, opts);
+  static void Run(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* s, unsigned opts,
+                  float* scratch_row) {
+    ChunkStatsT<In, Out>(q, r, k0, k1, s, opts, scratch_row);
   }
 };
 template <typename In, typename Out>
 struct WriteColsFn {
-  static void Run(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts) {
-    WriteColsT<In, Out>(q, r, c0, c1, f, opts);
+  static void Run(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts,
+                  const float* scratch_row, float scale) {
+    WriteColsT<In, Out>(q, r, c0, c1, f, opts, scratch_row, scale);
   }
 };
 
@@ -568,12 +582,14 @@ void RunRows(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
   Dispatch<RunRowsFn>(q.x.dtype, q.y.dtype, q, r0, r1, opts);
   if (opts & kOptStream) hwy::FlushStream();
 }
-void ChunkStats(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states, unsigned opts) {
+void ChunkStats(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states, unsigned opts,
+                float* scratch_row) {
   // Stats depend on the input type only; the output type parameter is fixed to f32.
-  Dispatch<ChunkStatsFn>(q.x.dtype, ONORM_F32, q, r, k0, k1, states, opts);
+  Dispatch<ChunkStatsFn>(q.x.dtype, ONORM_F32, q, r, k0, k1, states, opts, scratch_row);
 }
-void WriteCols(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts) {
-  Dispatch<WriteColsFn>(q.x.dtype, q.y.dtype, q, r, c0, c1, f, opts);
+void WriteCols(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts,
+               const float* scratch_row, float scale) {
+  Dispatch<WriteColsFn>(q.x.dtype, q.y.dtype, q, r, c0, c1, f, opts, scratch_row, scale);
   if (opts & kOptStream) hwy::FlushStream();
 }
 

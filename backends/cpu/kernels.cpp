@@ -26,12 +26,12 @@ void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, uns
   HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, opts);
 }
 void simd_chunk_stats(size_t t, const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states,
-                      unsigned opts) {
-  HWY_DISPATCH_TABLE(ChunkStats)[t](q, r, k0, k1, states, opts);
+                      unsigned opts, float* scratch_row) {
+  HWY_DISPATCH_TABLE(ChunkStats)[t](q, r, k0, k1, states, opts, scratch_row);
 }
 void simd_write_cols(size_t t, const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f,
-                     unsigned opts) {
-  HWY_DISPATCH_TABLE(WriteCols)[t](q, r, c0, c1, f, opts);
+                     unsigned opts, const float* scratch_row, float scale) {
+  HWY_DISPATCH_TABLE(WriteCols)[t](q, r, c0, c1, f, opts, scratch_row, scale);
 }
 
 // Index of a target's entry in the HWY_EXPORT tables: the same arithmetic as
@@ -105,7 +105,7 @@ State merge_member(ChunkState* states, int64_t count, Get get) {
 }
 }  // namespace
 
-ChunkState merge_states(onorm_op op, ChunkState* states, int64_t count) {
+ChunkState merge_states_many(onorm_op op, ChunkState* states, int64_t count) {
   ChunkState m;
   std::memset(static_cast<void*>(&m), 0, sizeof m);
   switch (op) {
@@ -121,23 +121,6 @@ ChunkState merge_states(onorm_op op, ChunkState* states, int64_t count) {
       break;
   }
   return m;
-}
-
-RowFinal final_of(const onorm_request& q, const ChunkState& s) {
-  const float eps = static_cast<float>(q.eps);
-  switch (q.op) {
-    case ONORM_OP_SOFTMAX:
-    case ONORM_OP_LOG_SOFTMAX: {
-      const core::MaxSum<float>& ms = s.ms;
-      if (ms.m != ms.m || ms.d != ms.d) return RowFinal{kAllNaN, 0, 0};
-      if (ms.is_identity()) return RowFinal{q.op == ONORM_OP_SOFTMAX ? kAllZero : kAllNegInf, 0, 0};
-      if (q.op == ONORM_OP_SOFTMAX) return RowFinal{kFinite, ms.m, ms.inv_d()};
-      return RowFinal{kFinite, ms.m, core::log_of(ms.d)};
-    }
-    case ONORM_OP_LAYER_NORM: return RowFinal{kFinite, s.w.mean, s.w.rstd(eps)};
-    case ONORM_OP_RMS_NORM: return RowFinal{kFinite, 0, s.ss.rstd(eps)};
-  }
-  return RowFinal{kFinite, 0, 0};
 }
 
 }  // namespace cpu

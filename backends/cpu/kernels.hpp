@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,9 @@ namespace cpu {
 // It never depends on the thread count or the target, so results are bitwise reproducible.
 constexpr int64_t kChunk = 4096;
 // Softmax rows up to this many columns keep exp(x - m_chunk) in an f32 scratch row (one exp
-// per element); longer rows recompute exp in the write pass. Depends only on cols.
-constexpr int64_t kScratchCols = 65536;
+// per element; 4 MB at most, in L2 or L3); longer rows recompute exp in the write pass.
+// Depends only on cols, so every thread count takes the same path.
+constexpr int64_t kScratchCols = int64_t(1) << 20;
 
 // What the write pass of one row needs, derived from the row's merged state.
 struct RowFinal {
@@ -35,10 +37,30 @@ union ChunkState {
   core::SumSq<float> ss;
 };
 
-// Folds the merged state of a row into its RowFinal (and its mean / rstd outputs).
-RowFinal final_of(const onorm_request& q, const ChunkState& merged);
+// Folds the merged state of a row into its RowFinal (inline: it runs once per row).
+inline RowFinal final_of(const onorm_request& q, const ChunkState& s) {
+  const float eps = static_cast<float>(q.eps);
+  if (q.op == ONORM_OP_LAYER_NORM) return RowFinal{kFinite, s.w.mean, s.w.rstd(eps)};
+  if (q.op == ONORM_OP_RMS_NORM) return RowFinal{kFinite, 0, s.ss.rstd(eps)};
+  const core::MaxSum<float>& ms = s.ms;
+  if (ms.m != ms.m || ms.d != ms.d) return RowFinal{kAllNaN, 0, 0};
+  if (ms.is_identity()) return RowFinal{q.op == ONORM_OP_SOFTMAX ? kAllZero : kAllNegInf, 0, 0};
+  if (q.op == ONORM_OP_SOFTMAX) return RowFinal{kFinite, ms.m, ms.inv_d()};
+  return RowFinal{kFinite, ms.m, core::log_of(ms.d)};
+}
+// The factor that turns a softmax chunk's exp(x - m_chunk) into exp(x - M) / D.
+inline float chunk_scale(const RowFinal& fin, float chunk_max) {
+  if (fin.mode == kAllNaN) return std::numeric_limits<float>::quiet_NaN();
+  if (fin.mode == kAllZero || chunk_max == core::neg_infinity<float>()) return 0.0f;
+  if (chunk_max == fin.a) return fin.b;  // exp(0) = 1: skip the call, same value
+  return core::exp_of(chunk_max - fin.a) * fin.b;
+}
+
 // Merges the chunk states of one row in the fixed pairwise tree (clobbers the array).
-ChunkState merge_states(onorm_op op, ChunkState* states, int64_t count);
+ChunkState merge_states_many(onorm_op op, ChunkState* states, int64_t count);
+inline ChunkState merge_states(onorm_op op, ChunkState* states, int64_t count) {
+  return count == 1 ? states[0] : merge_states_many(op, states, count);
+}
 
 // Options of a call, a bit mask. The defaults (stream for large outputs, prefetch, one exp
 // per element for softmax rows that fit the scratch row) are the fast ones; the others exist
@@ -52,11 +74,13 @@ bool simd_supports(size_t target_index, onorm_dtype in, onorm_dtype out);
 // Whole rows [r0, r1): statistics and write while the row is in cache.
 void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts);
 // States of chunks [k0, k1) of row r into states[0 .. k1-k0).
+// With scratch_row (softmax, cols <= kScratchCols), exp(x - m_chunk) goes to scratch_row[col].
 void simd_chunk_stats(size_t target_index, const onorm_request& q, int64_t r, int64_t k0, int64_t k1,
-                      ChunkState* states, unsigned opts);
+                      ChunkState* states, unsigned opts, float* scratch_row);
 // Write pass of columns [c0, c1) of row r.
+// With scratch_row, y = scratch_row[col] * scale instead (softmax, [c0, c1) within one chunk).
 void simd_write_cols(size_t target_index, const onorm_request& q, int64_t r, int64_t c0, int64_t c1,
-                     const RowFinal& f, unsigned opts);
+                     const RowFinal& f, unsigned opts, const float* scratch_row, float scale);
 
 // Target bookkeeping (Highway bit masks; lower bit = better on x86).
 struct TargetInfo {
