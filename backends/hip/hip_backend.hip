@@ -1,28 +1,29 @@
 // The HIP backend's host side: the module table (src/backend_interface.h) in HIP's runtime API.
 // The same file compiles for AMD GPUs (clang, ONLINENORM_HIP_PLATFORM=amd) and for NVIDIA GPUs
 // through HIP's NVIDIA platform (nvcc). The row kernels come from the shared device templates
-// (backends/gpu), instantiated per warp width in hip_rows_w32.hip and hip_rows_w64.hip; the warp
+// (backends/gpu), instantiated per warp width and input dtype (hip_rows.hip.in); the warp
 // width is hipDeviceProp_t::warpSize, read here at run time, never a compile-time constant.
 #include <hip/hip_runtime.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <new>
 #include <string>
 
 #include "backend_interface.h"
 #include "hip_check.hpp"
-#include "hip_device.hpp"
+#include "hip_context.hpp"
+#include "onlinenorm/core/element.hpp"
 
 namespace onorm {
 namespace hip {
 namespace {
 
-struct HipContext {
-  HipDevice device;
-  std::string name;
-  std::atomic<hipStream_t> stream{nullptr};  // nullptr: the device's null stream
-};
+hipStream_t current_stream(HipContext* ctx) {
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  return ctx->stream;
+}
 
 int device_count(char* why, size_t why_len) {
   int count = 0;
@@ -51,8 +52,7 @@ onorm_status open(int index, void** impl, char* err, size_t err_len) {
   d.index = index;
   d.warp_size = prop.warpSize;
   d.multiprocessors = prop.multiProcessorCount;
-  d.max_threads_per_block = prop.maxThreadsPerBlock;
-  d.shared_per_block = prop.sharedMemPerBlock;
+  d.l2_bytes = prop.l2CacheSize;
   d.major = prop.major;
   d.minor = prop.minor;
 #if defined(__HIP_PLATFORM_AMD__)
@@ -70,8 +70,14 @@ onorm_status open(int index, void** impl, char* err, size_t err_len) {
     return ONORM_ERROR_UNSUPPORTED;
   }
 
-  auto* ctx = new HipContext;
+  auto* ctx = new (std::nothrow) HipContext;
+  if (!ctx) return ONORM_ERROR_OUT_OF_MEMORY;
   ctx->device = d;
+  const hipError_t ev = hipEventCreateWithFlags(&ctx->ws_event, hipEventDisableTiming);
+  if (ev != hipSuccess) {
+    delete ctx;
+    return device_error(ev, "hipEventCreateWithFlags", err, err_len);
+  }
   char name[384];
   std::snprintf(name, sizeof name, "hip:%d (%s, %s, %s%d%s)", index, prop.name, d.arch,
                 d.is_amd ? "wave" : "warp ", d.warp_size, d.is_amd ? "" : ", HIP on NVIDIA");
@@ -80,19 +86,32 @@ onorm_status open(int index, void** impl, char* err, size_t err_len) {
   return ONORM_OK;
 }
 
-void close(void* impl) { delete static_cast<HipContext*>(impl); }
+void close(void* impl) {
+  auto* ctx = static_cast<HipContext*>(impl);
+  if (!ctx) return;
+  // Failures here have nowhere to go: close cannot fail.
+  (void)hipSetDevice(ctx->device.index);
+  if (ctx->ws) {
+    if (ctx->ws_event_recorded) (void)hipEventSynchronize(ctx->ws_event);
+    (void)hipFree(ctx->ws);
+  }
+  if (ctx->ws_event) (void)hipEventDestroy(ctx->ws_event);
+  delete ctx;
+}
 
 const char* name(void* impl) { return static_cast<HipContext*>(impl)->name.c_str(); }
 
 onorm_status set_stream(void* impl, void* stream, char*, size_t) {
-  static_cast<HipContext*>(impl)->stream.store(static_cast<hipStream_t>(stream));
+  auto* ctx = static_cast<HipContext*>(impl);
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  ctx->stream = static_cast<hipStream_t>(stream);
   return ONORM_OK;
 }
 
 onorm_status synchronize(void* impl, char* err, size_t err_len) {
   auto* ctx = static_cast<HipContext*>(impl);
   ONORM_HIP_TRY(hipSetDevice(ctx->device.index));
-  ONORM_HIP_TRY(hipStreamSynchronize(ctx->stream.load()));
+  ONORM_HIP_TRY(hipStreamSynchronize(current_stream(ctx)));
   return ONORM_OK;
 }
 
@@ -100,14 +119,31 @@ int supports_dtype(void*, onorm_dtype dtype, int) {
   return dtype == ONORM_F32 || dtype == ONORM_F16 || dtype == ONORM_BF16;
 }
 
+template <int W>
+onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
+  switch (q.x.dtype) {
+    case ONORM_F32: return run_rows<W, float>(ctx, q, err, err_len);
+    case ONORM_F16: return run_rows<W, core::f16_bits>(ctx, q, err, err_len);
+    case ONORM_BF16: return run_rows<W, core::bf16_bits>(ctx, q, err, err_len);
+    default:
+      std::snprintf(err, err_len, "hip: input dtype %d is not supported", static_cast<int>(q.x.dtype));
+      return ONORM_ERROR_UNSUPPORTED;
+  }
+}
+
 onorm_status run(void* impl, const onorm_request* request, char* err, size_t err_len) {
   auto* ctx = static_cast<HipContext*>(impl);
   // The calling thread's current device may be another one.
   ONORM_HIP_TRY(hipSetDevice(ctx->device.index));
-  const hipStream_t stream = ctx->stream.load();
   switch (ctx->device.warp_size) {
-    case 32: return run_rows<32>(ctx->device, stream, *request, err, err_len);
-    case 64: return run_rows<64>(ctx->device, stream, *request, err, err_len);
+    case 32: return run_width<32>(*ctx, *request, err, err_len);
+#if defined(__HIP_PLATFORM_NVIDIA__)
+    case 64:  // no such NVIDIA GPU; open() accepted the width, so say so here
+      std::snprintf(err, err_len, "hip: 64-wide warps on an NVIDIA GPU are not supported");
+      return ONORM_ERROR_UNSUPPORTED;
+#else
+    case 64: return run_width<64>(*ctx, *request, err, err_len);
+#endif
     default:
       std::snprintf(err, err_len, "hip: no kernels for warp width %d", ctx->device.warp_size);
       return ONORM_ERROR_INTERNAL;
@@ -144,7 +180,7 @@ onorm_status copy(void* impl, void* dst, const void* src, size_t bytes, onorm_co
   }
   if (bytes == 0) return ONORM_OK;
   ONORM_HIP_TRY(hipSetDevice(ctx->device.index));
-  const hipStream_t stream = ctx->stream.load();
+  const hipStream_t stream = current_stream(ctx);
   ONORM_HIP_TRY(hipMemcpyAsync(dst, src, bytes, k, stream));
   ONORM_HIP_TRY(hipStreamSynchronize(stream));
   return ONORM_OK;

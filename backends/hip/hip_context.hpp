@@ -1,0 +1,48 @@
+// The HIP backend's context: what it knows about its device (read once from hipDeviceProp_t),
+// its stream and the workspace of split rows; and the entry point of the row kernels, one
+// instance per warp width.
+#pragma once
+
+#include <hip/hip_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "backend_interface.h"
+
+namespace onorm {
+namespace hip {
+
+struct HipDevice {
+  int index = 0;
+  int warp_size = 0;          // hipDeviceProp_t::warpSize: 64 on CDNA (gfx9), 32 on RDNA and NVIDIA
+  int multiprocessors = 0;    // compute units / SMs
+  int64_t l2_bytes = 0;
+  int major = 0, minor = 0;   // compute capability on NVIDIA, gfx major/minor on AMD
+  bool is_amd = false;
+  char arch[64] = {0};        // "gfx90a", "gfx1030", ... or "sm_90"
+};
+
+struct HipContext {
+  HipDevice device;
+  std::string name;
+  std::mutex mu;                  // guards stream and workspace
+  hipStream_t stream = nullptr;   // nullptr: the device's null stream
+  // Workspace of split rows, grown as needed. Every launch that uses it waits for the event
+  // recorded after the previous user (also across streams).
+  void* ws = nullptr;
+  size_t ws_bytes = 0;
+  hipEvent_t ws_event = nullptr;
+  bool ws_event_recorded = false;
+};
+
+// Runs a validated request whose input dtype is In (float, core::f16_bits, core::bf16_bits) on
+// the context's stream with the kernels instantiated for warp width W (generated from
+// hip_rows.hip.in, one file per pair). Asynchronous; launch failures are reported.
+template <int W, typename In>
+onorm_status run_rows(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
+
+}  // namespace hip
+}  // namespace onorm

@@ -1,0 +1,58 @@
+// The vendor shim's contract (backends/gpu/vendor_shim.hpp) on the host SIMT emulator: what a
+// test includes in place of the CUDA or HIP branch (ONORM_GPU_SHIM_OVERRIDE), so that the shared
+// device templates run, unchanged, with warps of 32 or 64 lanes.
+//
+// shfl_xor is emulated as the contract states it: every lane of the warp calls it, i.e. a
+// masked shuffle whose mask is the whole hardware warp. A template instance whose WARP is not
+// the emulated warp width, a group that does not cover its warp, or a partial warp (a block
+// that is not a multiple of the width) is therefore reported by the emulator.
+#pragma once
+
+#include <stdint.h>
+
+#include <cstring>
+
+#include "onlinenorm/core/convert.hpp"
+#include "simt_device.hpp"
+
+#define ONORM_DEV inline
+
+struct alignas(8) uint2 {
+  uint32_t x, y;
+};
+struct alignas(16) uint4 {
+  uint32_t x, y, z, w;
+};
+
+namespace onorm {
+namespace gpu {
+namespace shim {
+
+using Vec16 = uint4;
+
+inline uint64_t full_warp_mask() {
+  return ::onorm_sim::warp_size() >= 64 ? ~uint64_t(0) : (uint64_t(1) << ::onorm_sim::warp_size()) - 1;
+}
+ONORM_DEV float shfl_xor(float v, int m, int w) { return ::onorm_sim::shfl_xor_sync(full_warp_mask(), v, m, w); }
+ONORM_DEV int64_t shfl_xor(int64_t v, int m, int w) {
+  return ::onorm_sim::shfl_xor_sync(full_warp_mask(), v, m, w);
+}
+ONORM_DEV float ex2_approx(float x) { return ::exp2f(x); }
+ONORM_DEV float f16_to_f32(uint16_t h) { return core::f16_to_f32(h); }
+ONORM_DEV uint16_t f32_to_f16_rn(float f) { return core::f32_to_f16(f); }
+ONORM_DEV float bf16_to_f32(uint16_t h) { return core::bf16_to_f32(h); }
+ONORM_DEV uint16_t f32_to_bf16_rn(float f) { return core::f32_to_bf16(f); }
+// One block runs at a time: a flag another block must set would never be seen. The schedules
+// that wait on other blocks (cooperative split rows) are not emulated; these report it.
+ONORM_DEV uint64_t load_acquire_u64(const uint64_t* p) { return *p; }
+ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) { *p = v; }
+ONORM_DEV void sync_threads() { __syncthreads(); }
+ONORM_DEV void prefetch_l2(const void*) {}
+// Synchronous, as in the HIP branch.
+ONORM_DEV void cp_async_16(void* smem, const void* gmem) { std::memcpy(smem, gmem, 16); }
+ONORM_DEV void cp_async_commit() {}
+template <int N> ONORM_DEV void cp_async_wait() {}
+
+}  // namespace shim
+}  // namespace gpu
+}  // namespace onorm
