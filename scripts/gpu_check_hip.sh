@@ -40,20 +40,23 @@ status_build=ok
 { cmake -S . -B $B "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DONLINENORM_WITH_CUDA=OFF -DONLINENORM_WITH_HIP=ON \
     -DONLINENORM_HIP_PLATFORM=nvidia -DONLINENORM_HIP_HEADERS_DIR="$PWD/.hip-headers" \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DONLINENORM_BUILD_BENCH=OFF -DCMAKE_POLICY_VERSION_MINIMUM=3.5 "${extra[@]}" &&
-  cmake --build $B -j"$(nproc)"; } >> "$OUT/hip_build.log" 2>&1 || status_build=FAILED
+  cmake --build $B -j"$(nproc)" -- -k 0; } >> "$OUT/hip_build.log" 2>&1 || status_build=FAILED
 echo "hip build: $status_build ($(( $(date +%s) - t0 )) s)"
 if [ $status_build != ok ]; then
+  # Keep going past others' failures: what matters here is the HIP module and the tests.
   grep -E "error|Error" "$OUT/hip_build.log" | head -40
-  exit 1
+  [ -f $B/lib/libonlinenorm_hip.so ] || exit 1
 fi
 
 $B/bin/onorm info 2>&1 | tee "$OUT/hip_info.log"
 
-# The contract suite and the cross-backend test, every test (the HIP instances are the point;
-# the CPU ones run too, CUDA's report skipped), then the host-emulated wave64 tests.
+# The contract suite's HIP instances (every test whose name says hip), the backend creation and
+# environment tests, the cross-backend test (CPU against HIP and float64), and the
+# host-emulated wave64 tests (their names say hip too). CPU-only tests are others' business.
 t0=$(date +%s)
 status_ctest=ok
-timeout 420 ctest --test-dir $B --output-on-failure -j"$(nproc)" > "$OUT/hip_ctest.log" 2>&1 || status_ctest=FAILED
+timeout 360 ctest --test-dir $B --output-on-failure -j"$(nproc)" -R "hip|Hip|HIP|Simt|Create|CrossBackend" \
+  > "$OUT/hip_ctest.log" 2>&1 || status_ctest=FAILED
 echo "ctest: $status_ctest ($(( $(date +%s) - t0 )) s)"
 grep -E "tests passed|tests failed|\*\*\*Failed|Not Run|Timeout" "$OUT/hip_ctest.log" | head -30
 hip_ran=$(grep -cE "(hip|Hip|HIP).*Passed" "$OUT/hip_ctest.log")
