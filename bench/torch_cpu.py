@@ -1,5 +1,7 @@
-#!/usr/bin/env python3
-"""The CPU benchmark's shapes through PyTorch (Debian's python3-torch 1.13, CPU), for the
+#!/usr/bin/python3
+"""Run with Debian's interpreter (/usr/bin/python3, where python3-torch lives).
+
+The CPU benchmark's shapes through PyTorch (Debian's python3-torch 1.13, CPU), for the
 side-by-side table in bench/RESULTS.md.
 
 Same cases as onorm_bench_cpu: softmax, log_softmax, layer_norm (with weight and bias) and
