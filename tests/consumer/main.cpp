@@ -13,6 +13,9 @@ int main() {
     std::printf("backend: %s, targets:", ctx.name().c_str());
     for (const std::string& t : onorm::cpu_targets()) std::printf(" %s", t.c_str());
     std::printf("\n");
+    for (onorm_backend b : {ONORM_BACKEND_CUDA, ONORM_BACKEND_HIP})
+      std::printf("backend %d: %d device(s) %s\n", static_cast<int>(b), onorm::device_count(b),
+                  onorm::unavailable_reason(b).c_str());
     std::vector<float> x = {0.f, 1.f, 2.f, 3.f, 10.f, 10.f, 10.f, 10.f};
     std::vector<float> y(8);
     onorm::Buffer<float> dx(ctx, 8), dy(ctx, 8);
