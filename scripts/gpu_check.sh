@@ -79,12 +79,18 @@ if [ -x $B/bin/onorm_bench_cuda ] || [ $status_build = ok ]; then
   grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Skipped|Not Run|Timeout" "$OUT/ctest.log" | head -30
 fi
 
-status_check=skipped
+status_check=skipped; status_pipe=skipped
 if [ -x $B/bin/onorm_bench_cuda ]; then
   t0=$(date +%s)
   { $B/bin/onorm_bench_cuda --check && $B/bin/onorm_bench_cuda --check --big; } > "$OUT/check.log" 2>&1 \
     && status_check=ok || status_check=FAILED
   echo "check: $status_check ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|check:" "$OUT/check.log" | head -20
+  # The pipelined split schedule (opt-in): the same check, bounded in time.
+  t0=$(date +%s)
+  echo "---- ONLINENORM_CUDA_PIPELINE=1" >> "$OUT/check.log"
+  ONLINENORM_CUDA_PIPELINE=1 timeout 150 $B/bin/onorm_bench_cuda --check >> "$OUT/check.log" 2>&1 \
+    && status_pipe=ok || status_pipe="FAILED($?)"
+  echo "check (pipelined): $status_pipe ($(( $(date +%s) - t0 )) s)"; tail -1 "$OUT/check.log"
 fi
 
 status_mem=skipped; status_race=skipped
@@ -94,6 +100,10 @@ if [ $sanitize = 1 ] && [ -x $B/bin/onorm_bench_cuda ]; then
     >> "$OUT/check.log" 2>&1 && status_mem=ok || status_mem="FAILED($?)"
   timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/onorm_bench_cuda --check --sanitize \
     >> "$OUT/check.log" 2>&1 && status_race=ok || status_race="FAILED($?)"
+  if [ "$status_pipe" = ok ]; then
+    ONLINENORM_CUDA_PIPELINE=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      $B/bin/onorm_bench_cuda --check --sanitize >> "$OUT/check.log" 2>&1 || status_mem="$status_mem pipelined:FAILED($?)"
+  fi
   echo "sanitizer: memcheck $status_mem racecheck $status_race ($(( $(date +%s) - t0 )) s)"
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|check:" "$OUT/check.log" | tail -4
 fi
@@ -101,10 +111,12 @@ fi
 if [ $bench = 1 ] && [ -x $B/bin/onorm_bench_cuda ]; then
   $B/bin/onorm_bench_cuda --csv "$OUT/onorm.csv" > "$OUT/bench.log" 2>&1 || echo "bench: FAILED"
   # Alternatives to the default routing, measured in the same run (bench/cuda/NOTES.md).
-  for alt in "ONLINENORM_CUDA_SPLIT=tworead:32768,131072,1048576" "ONLINENORM_CUDA_REG_MAX_COLS=16384:16384" \
-             "ONLINENORM_CUDA_REG_MAX_COLS=4096:8192"; do
+  for alt in "ONLINENORM_CUDA_PIPELINE=1:16384,32768,131072,262144,1048576" \
+             "ONLINENORM_CUDA_PIPELINE=1 ONLINENORM_CUDA_STAGED_CHUNK_BYTES=65536:32768,1048576" \
+             "ONLINENORM_CUDA_STAGED_CHUNK_BYTES=16384:32768,1048576" \
+             "ONLINENORM_CUDA_REG_MAX_COLS=2048:4096"; do
     echo "---- ${alt%%:*} widths ${alt#*:}" >> "$OUT/bench.log"
-    env "${alt%%:*}" $B/bin/onorm_bench_cuda --widths "${alt#*:}" --quick 2>&1 | grep -v "^backend\|^op " >> "$OUT/bench.log"
+    timeout 120 env ${alt%%:*} $B/bin/onorm_bench_cuda --widths "${alt#*:}" --quick 2>&1 | grep -v "^backend\|^op " >> "$OUT/bench.log"
   done
   if [ -n "$torch_pid" ]; then
     wait "$torch_pid"
@@ -114,7 +126,7 @@ if [ $bench = 1 ] && [ -x $B/bin/onorm_bench_cuda ]; then
 fi
 
 echo "================ summary ================"
-echo "build $status_build | ctest $status_ctest | check $status_check | memcheck $status_mem | racecheck $status_race"
+echo "build $status_build | ctest $status_ctest | check $status_check | check pipelined $status_pipe | memcheck $status_mem | racecheck $status_race"
 if [ ! -f "$OUT/table.md" ] && [ -f "$OUT/onorm.csv" ] && [ -f bench/cuda/results/h200_torch.csv ]; then
   # torch not re-run: the side-by-side table from the recorded torch run on this device kind.
   python3 bench/torch_gpu.py --merge bench/cuda/results/h200_torch.csv --onorm-csv "$OUT/onorm.csv" \

@@ -21,8 +21,9 @@ struct DeviceInfo {
   int coop = 0;  // cooperative launch supported
   // Tuning, from device properties with environment overrides (read at onorm_create):
   int64_t reg_max_cols_f32 = 16384;      // longest f32 row kept in registers
-  int64_t reg_max_cols_16 = 8192;        // longest f16/bf16 row kept in registers
+  int64_t reg_max_cols_16 = 4096;        // longest f16/bf16 row kept in registers
   int force_two_read = 0;                // long rows: skip the single-read schedule
+  int pipelined = 0;                     // long rows: merge of round r-1 overlaps round r
   int64_t staged_chunk_bytes = 32768;    // one shared-memory stage of the staged kernel
 };
 

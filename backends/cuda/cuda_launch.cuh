@@ -4,7 +4,7 @@
 // Regimes by row length (VEC = 16 / sizeof(In) elements per vector):
 //   cols <= 1024 (f32) / 2048 (16-bit): a group of 4..32 lanes per row, 1..4 rows per group,
 //                  many rows per block, rows in registers;
-//   cols <= reg_max_cols (f32 4096 / 16-bit 2048; ONLINENORM_CUDA_REG_MAX_COLS overrides):
+//   cols <= reg_max_cols (f32 16384 / 16-bit 4096; ONLINENORM_CUDA_REG_MAX_COLS overrides):
 //                  a block per row, the row in registers;
 //   longer:        staged_kernel: the row (or chunks of staged_chunk_bytes) in shared memory,
 //                  a persistent grid with the next chunk's copy in flight; K > 1 chunks per
@@ -123,7 +123,9 @@ onorm_status launch_split(CudaContext& ctx, const RowArgs& a, cudaStream_t st, c
     const int64_t chunk = a.cols <= stage_max ? a.cols : stage_max;
     const int64_t Ks = (a.cols + chunk - 1) / chunk;
     const int64_t alloc = (chunk + V - 1) / V * V;
-    const size_t smem = size_t(2 * alloc) * sizeof(In);
+    const int stages = Ks > 1 && ctx.info.pipelined ? 3 : 2;
+    const int slots = stages == 3 ? 4 : 2;
+    const size_t smem = size_t(stages * alloc) * sizeof(In);
     auto kern = gpu::staged_kernel<OP, In, kWarp, kStagedBlock>;
     if (smem > 48 * 1024)
       ONORM_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
@@ -140,13 +142,15 @@ onorm_status launch_split(CudaContext& ctx, const RowArgs& a, cudaStream_t st, c
       s.chunks = Ks;
       s.groups = groups;
       s.chunk_alloc = alloc;
+      s.stages = stages;
       RowArgs args = a;
       if (Ks == 1) {
         gpu::staged_kernel<OP, In, kWarp, kStagedBlock><<<unsigned(grid), kStagedBlock, smem, st>>>(args, s);
         return check_launch("staged launch", err, err_len);
       }
       if (onorm_status e = ws_acquire(ctx, st, err, err_len)) return e;
-      if (onorm_status e = ensure_workspace(ctx, st, size_t(2 * grid) * sizeof(gpu::Entry), err, err_len)) return e;
+      if (onorm_status e = ensure_workspace(ctx, st, size_t(slots * grid) * sizeof(gpu::Entry), err, err_len))
+        return e;
       if (++ctx.epoch == 0) ++ctx.epoch;
       s.epoch = ctx.epoch;
       s.entries = ctx.ws;

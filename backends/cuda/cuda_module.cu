@@ -84,9 +84,11 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   }
   // ONLINENORM_CUDA_SPLIT=tworead: long rows always take the two-read (L2 batch) schedule.
   if (const char* v = std::getenv("ONLINENORM_CUDA_SPLIT")) ctx->info.force_two_read = std::string(v) == "tworead";
+  // ONLINENORM_CUDA_PIPELINE=1|0: the pipelined split schedule (three stages) for long rows.
+  if (const char* v = std::getenv("ONLINENORM_CUDA_PIPELINE")) ctx->info.pipelined = std::atoi(v) != 0;
   if (const char* v = std::getenv("ONLINENORM_CUDA_STAGED_CHUNK_BYTES")) {
     const long long b = std::atoll(v);
-    const long long cap = static_cast<long long>(prop.sharedMemPerBlockOptin) / 2 - 1024;
+    const long long cap = static_cast<long long>(prop.sharedMemPerBlockOptin) / 3 - 1024;
     if (b >= 4096 && b <= cap) ctx->info.staged_chunk_bytes = b / 16 * 16;
   }
   const cudaError_t e = cudaEventCreateWithFlags(&ctx->ws_event, cudaEventDisableTiming);

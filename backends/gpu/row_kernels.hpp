@@ -49,6 +49,7 @@ struct SplitArgs {
   int64_t groups;  // coop: rows in flight (grid = groups * K)
   int64_t row0;    // two-read: first row of this batch
   int64_t chunk_alloc;  // staged: elements per shared-memory buffer (chunk rounded up to VEC)
+  int64_t stages;       // staged: 2, or 3 for the pipelined split schedule
   uint64_t epoch;  // coop: this launch's tag (nonzero, unique per workspace use)
   void* entries;   // coop: 2 * grid Entry; two-read: stats output (batch * K states)
   const void* final_states;  // two-read finish: one state per batch row
@@ -335,19 +336,29 @@ union StateScratch {
   S s[32];
 };
 
-// Publishes this block's state of round `round` and merges the K states of its row group
-// (blocks first .. first + K - 1) in a fixed order. Requires the group to be co-resident.
-template <int WARP, int BLOCK, typename S>
-ONORM_DEV S coop_merge(const S& mine, Entry* entries, int64_t round, uint64_t epoch, int64_t first, int64_t K,
-                       S* scratch) {
-  const uint64_t tag = (epoch << 32) | static_cast<uint64_t>(round & 0xffffffff);
-  Entry* buf = entries + (round & 1) * static_cast<int64_t>(gridDim.x);
+// Flags: entry slot (round % slots) of this block carries its state of `round`, released
+// with the tag (epoch << 32 | round); entries hold slots * gridDim.x Entry.
+ONORM_DEV uint64_t coop_tag(uint64_t epoch, int64_t round) {
+  return (epoch << 32) | static_cast<uint64_t>(round & 0xffffffff);
+}
+
+template <typename S>
+ONORM_DEV void coop_publish(const S& mine, Entry* entries, int64_t round, uint64_t epoch, int slots) {
   if (threadIdx.x == 0) {
-    Entry* e = buf + blockIdx.x;
+    Entry* e = entries + (round % slots) * static_cast<int64_t>(gridDim.x) + blockIdx.x;
     static_assert(sizeof(S) <= sizeof(e->words), "state fits an entry");
     *reinterpret_cast<S*>(e->words) = mine;
-    shim::store_release_u64(&e->tag, tag);
+    shim::store_release_u64(&e->tag, coop_tag(epoch, round));
   }
+}
+
+// Waits for the K states of `round` of the row group starting at block `first` and merges
+// them in a fixed order (every block of the group gets the same bits).
+template <int WARP, int BLOCK, typename S>
+ONORM_DEV S coop_collect(Entry* entries, int64_t round, uint64_t epoch, int64_t first, int64_t K, int slots,
+                         S* scratch) {
+  const uint64_t tag = coop_tag(epoch, round);
+  const Entry* buf = entries + (round % slots) * static_cast<int64_t>(gridDim.x);
   S acc = S::identity();
   for (int64_t k = threadIdx.x; k < K; k += BLOCK) {
     const Entry* e = buf + first + k;
@@ -356,6 +367,14 @@ ONORM_DEV S coop_merge(const S& mine, Entry* entries, int64_t round, uint64_t ep
     acc = S::combine(acc, *reinterpret_cast<const S*>(e->words));
   }
   return block_allreduce<WARP, BLOCK>(acc, scratch, CombineOp<S>{});
+}
+
+// Publishes this block's state of `round` and merges its row group's (co-resident) states.
+template <int WARP, int BLOCK, typename S>
+ONORM_DEV S coop_merge(const S& mine, Entry* entries, int64_t round, uint64_t epoch, int64_t first, int64_t K,
+                       int slots, S* scratch) {
+  coop_publish(mine, entries, round, epoch, slots);
+  return coop_collect<WARP, BLOCK>(entries, round, epoch, first, K, slots, scratch);
 }
 
 // Loads VEC elements at i of a shared-memory chunk of n elements (pad past the end).
@@ -436,12 +455,81 @@ ONORM_DEV void staged_output(const RowArgs& a, const In* c, int n, int64_t row, 
   }
 }
 
+// The state of a staged chunk c[0, n) (shared memory): two passes, exact within the chunk.
+// m_c receives the chunk maximum (softmax family).
+template <int OP, typename In, int WARP, int BLOCK, typename S>
+ONORM_DEV S staged_stats(const In* c, int n, StateScratch<S>& scratch, float& m_c) {
+  constexpr int VEC = io<In>::kVec;
+  const int tid = static_cast<int>(threadIdx.x);
+  if constexpr (OP == kOpSoftmax || OP == kOpLogSoftmax) {
+    float m = kNegInf;
+#pragma unroll 4
+    for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
+      float o[VEC];
+      smem_vec<In>(c, i, n, kNegInf, o);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) m = core::nan_max(m, o[j]);
+    }
+    m_c = block_allreduce<WARP, BLOCK>(m, scratch.f, MaxOp{});
+    const float mm = m_c == kNegInf ? 0.0f : m_c;
+    float d = 0.0f;
+#pragma unroll 4
+    for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
+      float o[VEC];
+      smem_vec<In>(c, i, n, kNegInf, o);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) d += fast_exp(o[j] - mm);
+    }
+    d = block_allreduce<WARP, BLOCK>(d, scratch.f, AddOp{});
+    return m_c == kNegInf ? S::identity() : S::of(m_c, d);
+  } else {
+    float mean = 0.0f;
+    if constexpr (OP == kOpLayerNorm) {
+      float t = 0.0f;
+#pragma unroll 4
+      for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
+        float o[VEC];
+        smem_vec<In>(c, i, n, 0.0f, o);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) t += o[j];
+      }
+      mean = block_allreduce<WARP, BLOCK>(t, scratch.f, AddOp{}) / static_cast<float>(n);
+    }
+    float q = 0.0f;
+#pragma unroll 4
+    for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
+      float o[VEC];
+      smem_vec<In>(c, i, n, mean, o);  // pad with the mean: no contribution
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) q += (o[j] - mean) * (o[j] - mean);
+    }
+    q = block_allreduce<WARP, BLOCK>(q, scratch.f, AddOp{});
+    if constexpr (OP == kOpLayerNorm) return S::of(n, mean, q);
+    else return S::of(n, q);
+  }
+}
+
+template <int OP, typename In, int BLOCK, typename S>
+ONORM_DEV void staged_output_any(const RowArgs& a, const In* c, int n, int64_t row, int64_t col0, const S& fin,
+                                 float m_c) {
+  switch (a.out_dtype) {
+    case kF32: staged_output<OP, In, float, BLOCK>(a, c, n, row, col0, fin, m_c); break;
+    case kF16: staged_output<OP, In, core::f16_bits, BLOCK>(a, c, n, row, col0, fin, m_c); break;
+    default: staged_output<OP, In, core::bf16_bits, BLOCK>(a, c, n, row, col0, fin, m_c); break;
+  }
+}
+
 // Regimes (b) and (c) with the chunk staged in shared memory: a persistent grid; block b
-// serves chunk b % K of rows b / K, b / K + groups, ... While it reduces, merges and writes
-// one chunk, the next row's chunk is already on its way (cp.async, two buffers), so the read
-// stream does not stop for the merge. K == 1: a block per row, no merge. K > 1: the blocks of
-// a row merge their states through `coop_merge` (cooperative launch: all blocks resident).
-// Dynamic shared memory: 2 * s.chunk_alloc elements of In.
+// serves chunk b % K of rows b / K, b / K + groups, ... The next row's chunk is copied
+// (cp.async) while the current one is reduced, merged and written.
+//  - K == 1 (s.stages == 2): a block per row, no merge; two buffers.
+//  - K > 1, s.stages == 2: the blocks of a row publish their chunk states and merge them at
+//    once (coop_merge; cooperative launch: all blocks resident).
+//  - K > 1, s.stages == 3 (pipelined): round r publishes its state, then merges and writes
+//    round r - 1, whose chunk is still staged; the merge's wait for the other blocks of the
+//    row overlaps a whole chunk's reduction. Flags use 4 slots (round % 4): a block can be
+//    one round ahead of the slowest block of its row group, never two.
+// Dynamic shared memory: s.stages * s.chunk_alloc elements of In.
 template <int OP, typename In, int WARP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s) {
   using S = typename op_state<OP>::type;
@@ -455,85 +543,64 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
   const int64_t col0 = chunk * s.chunk;
   const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
   const int tid = static_cast<int>(threadIdx.x);
+  Entry* entries = static_cast<Entry*>(s.entries);
   auto issue = [&](int64_t row, In* dst) {
-    const In* src = static_cast<const In*>(a.x) + row * a.xs + col0;
-    int done = 0;
-    if (a.x_vec) {
-      const int nv = n / VEC;
-      for (int i = tid; i < nv; i += BLOCK) shim::cp_async_16(dst + i * VEC, src + i * VEC);
-      done = nv * VEC;
+    if (row < a.rows) {
+      const In* src = static_cast<const In*>(a.x) + row * a.xs + col0;
+      int done = 0;
+      if (a.x_vec) {
+        const int nv = n / VEC;
+        for (int i = tid; i < nv; i += BLOCK) shim::cp_async_16(dst + i * VEC, src + i * VEC);
+        done = nv * VEC;
+      }
+      for (int i = done + tid; i < n; i += BLOCK) dst[i] = src[i];
     }
-    for (int i = done + tid; i < n; i += BLOCK) dst[i] = src[i];
-    shim::cp_async_commit();
+    shim::cp_async_commit();  // one group per call, empty or not: wait<N> counts stay exact
   };
-  int64_t row = blockIdx.x / K;
-  if (row < a.rows) issue(row, bufs);
-  int stage = 0;
-  for (int64_t round = 0; row < a.rows; row += s.groups, ++round) {
-    const int64_t next = row + s.groups;
-    if (next < a.rows) issue(next, bufs + (stage ^ 1) * s.chunk_alloc);
-    else shim::cp_async_commit();
+  const int64_t row0 = blockIdx.x / K;
+  if (s.stages == 2) {
+    issue(row0, bufs);
+    int stage = 0;
+    int64_t round = 0;
+    for (int64_t row = row0; row < a.rows; row += s.groups, ++round) {
+      issue(row + s.groups, bufs + (stage ^ 1) * s.chunk_alloc);
+      shim::cp_async_wait<1>();
+      shim::sync_threads();
+      const In* c = bufs + stage * s.chunk_alloc;
+      float m_c = 0.0f;
+      const S st = staged_stats<OP, In, WARP, BLOCK>(c, n, scratch, m_c);
+      const S fin = K > 1 ? coop_merge<WARP, BLOCK>(st, entries, round, s.epoch, first, K, 2, scratch.s) : st;
+      staged_output_any<OP, In, BLOCK>(a, c, n, row, col0, fin, m_c);
+      shim::sync_threads();  // this buffer is refilled next round
+      stage ^= 1;
+    }
+    return;
+  }
+  // Pipelined (K > 1, three buffers).
+  issue(row0, bufs);
+  issue(row0 + s.groups, bufs + s.chunk_alloc);
+  float prev_m = 0.0f;
+  int64_t round = 0;
+  for (int64_t row = row0; row < a.rows; row += s.groups, ++round) {
     shim::cp_async_wait<1>();
     shim::sync_threads();
-    const In* c = bufs + stage * s.chunk_alloc;
-    S st;
+    const In* c = bufs + (round % 3) * s.chunk_alloc;
     float m_c = 0.0f;
-    if constexpr (OP == kOpSoftmax || OP == kOpLogSoftmax) {
-      float m = kNegInf;
-#pragma unroll 4
-      for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
-        float o[VEC];
-        smem_vec<In>(c, i, n, kNegInf, o);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) m = core::nan_max(m, o[j]);
-      }
-      m_c = block_allreduce<WARP, BLOCK>(m, scratch.f, MaxOp{});
-      const float mm = m_c == kNegInf ? 0.0f : m_c;
-      float d = 0.0f;
-#pragma unroll 4
-      for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
-        float o[VEC];
-        smem_vec<In>(c, i, n, kNegInf, o);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) d += fast_exp(o[j] - mm);
-      }
-      d = block_allreduce<WARP, BLOCK>(d, scratch.f, AddOp{});
-      st = m_c == kNegInf ? S::identity() : S::of(m_c, d);
-    } else {
-      float mean = 0.0f;
-      if constexpr (OP == kOpLayerNorm) {
-        float t = 0.0f;
-#pragma unroll 4
-        for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
-          float o[VEC];
-          smem_vec<In>(c, i, n, 0.0f, o);
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) t += o[j];
-        }
-        mean = block_allreduce<WARP, BLOCK>(t, scratch.f, AddOp{}) / static_cast<float>(n);
-      }
-      float q = 0.0f;
-#pragma unroll 4
-      for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
-        float o[VEC];
-        smem_vec<In>(c, i, n, mean, o);  // pad with the mean: no contribution
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) q += (o[j] - mean) * (o[j] - mean);
-      }
-      q = block_allreduce<WARP, BLOCK>(q, scratch.f, AddOp{});
-      if constexpr (OP == kOpLayerNorm) st = S::of(n, mean, q);
-      else st = S::of(n, q);
+    const S st = staged_stats<OP, In, WARP, BLOCK>(c, n, scratch, m_c);
+    coop_publish(st, entries, round, s.epoch, 4);
+    if (round > 0) {
+      const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch.s);
+      staged_output_any<OP, In, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n, row - s.groups, col0, fin,
+                                       prev_m);
     }
-    const S fin = K > 1 ? coop_merge<WARP, BLOCK>(st, static_cast<Entry*>(s.entries), round, s.epoch, first, K,
-                                                  scratch.s)
-                        : st;
-    switch (a.out_dtype) {
-      case kF32: staged_output<OP, In, float, BLOCK>(a, c, n, row, col0, fin, m_c); break;
-      case kF16: staged_output<OP, In, core::f16_bits, BLOCK>(a, c, n, row, col0, fin, m_c); break;
-      default: staged_output<OP, In, core::bf16_bits, BLOCK>(a, c, n, row, col0, fin, m_c); break;
-    }
-    shim::sync_threads();  // this buffer is refilled next round
-    stage ^= 1;
+    prev_m = m_c;
+    shim::sync_threads();  // buffer (round - 1) % 3 is free
+    issue(row + 2 * s.groups, bufs + ((round + 2) % 3) * s.chunk_alloc);
+  }
+  if (round > 0) {
+    const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch.s);
+    staged_output_any<OP, In, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n, row0 + (round - 1) * s.groups,
+                                     col0, fin, prev_m);
   }
 }
 
