@@ -67,7 +67,7 @@ def write_table(rows_out, onorm_csv, dev, md):
         et = float(r["eager_tbps"])
         ct = float(r["compile_tbps"]) if r.get("compile_tbps") not in (None, "") else None
         lines.append(f"| {r['op']} | {r['dtype']} | {r['cols']} | {r['rows']} | {ot:.2f} | {float(o['pct_copy']):.0f}% "
-                     f"| {et:.2f} | {ct if ct is None else f'{ct:.2f}'} | {ot / et:.2f} | "
+                     f"| {et:.2f} | {'n/a' if ct is None else f'{ct:.2f}'} | {ot / et:.2f} | "
                      f"{'-' if ct is None else f'{ot / ct:.2f}'} |")
     text = "\n".join(lines) + "\n"
     print(text)
@@ -94,6 +94,13 @@ def main():
     import torch
     import triton.testing
     torch.backends.cuda.matmul.allow_tf32 = False
+    # Every shape is its own static compile (dynamic=False); Dynamo's default limit of 8
+    # recompiles per code object would silently fall back to eager after the 8th width.
+    import torch._dynamo
+    for knob in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+                 "accumulated_cache_size_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 100000)
     dev = torch.cuda.get_device_name(0)
     compiled = {}
 
