@@ -62,7 +62,9 @@ onorm_status plan_rows(const gpu::RowArgs& a0, L& launcher) {
 }
 
 // The register regimes. Shapes per warp width: a row group never exceeds the warp, blocks are
-// whole warps, and one thread holds at most 32 floats. W = 32: NVIDIA (HIP on NVIDIA) and RDNA;
+// whole warps, and one thread holds at most 32 floats. One row per group (RPG 1): on the H200
+// several rows per group collapsed 16-bit short rows (bench/cuda/NOTES.md, v2; measured again
+// through HIP: bf16 at 64-256 columns fell to about 40% of the copy with RPG 4). W = 32: NVIDIA (HIP on NVIDIA) and RDNA;
 // W = 64: CDNA (gfx90a, gfx940), whose wider waves take 64-lane groups up to 1K-2K columns.
 template <int FAM, typename In, int W, typename L>
 bool plan_registers(const gpu::RowArgs& a, L& launcher, onorm_status& status) {
@@ -74,50 +76,50 @@ bool plan_registers(const gpu::RowArgs& a, L& launcher, onorm_status& status) {
     return true;                                                                    \
   }
   if constexpr (W == 64 && V == 4) {
-    ONORM_HIP_TRY_SHAPE(8, 1, 256, 4)  // 32
-    ONORM_HIP_TRY_SHAPE(16, 1, 256, 4) // 64
-    ONORM_HIP_TRY_SHAPE(32, 1, 256, 4) // 128
-    ONORM_HIP_TRY_SHAPE(64, 1, 256, 4) // 256
-    ONORM_HIP_TRY_SHAPE(64, 2, 256, 2) // 512
-    ONORM_HIP_TRY_SHAPE(64, 4, 256, 1) // 1024
-    ONORM_HIP_TRY_SHAPE(128, 4, 128, 1) // 2048
-    ONORM_HIP_TRY_SHAPE(256, 4, 256, 1) // 4096
-    ONORM_HIP_TRY_SHAPE(512, 4, 512, 1) // 8192
-    ONORM_HIP_TRY_SHAPE(512, 8, 512, 1) // 16384
+    ONORM_HIP_TRY_SHAPE(8, 1, 256, 1)       // 32
+    ONORM_HIP_TRY_SHAPE(16, 1, 256, 1)      // 64
+    ONORM_HIP_TRY_SHAPE(32, 1, 256, 1)      // 128
+    ONORM_HIP_TRY_SHAPE(64, 1, 256, 1)      // 256
+    ONORM_HIP_TRY_SHAPE(64, 2, 256, 1)      // 512
+    ONORM_HIP_TRY_SHAPE(64, 4, 256, 1)      // 1024
+    ONORM_HIP_TRY_SHAPE(128, 4, 128, 1)     // 2048
+    ONORM_HIP_TRY_SHAPE(256, 4, 256, 1)     // 4096
+    ONORM_HIP_TRY_SHAPE(512, 4, 512, 1)     // 8192
+    ONORM_HIP_TRY_SHAPE(512, 8, 512, 1)     // 16384
   } else if constexpr (W == 64) {
-    ONORM_HIP_TRY_SHAPE(4, 1, 256, 4)  // 32
-    ONORM_HIP_TRY_SHAPE(8, 1, 256, 4)  // 64
-    ONORM_HIP_TRY_SHAPE(16, 1, 256, 4) // 128
-    ONORM_HIP_TRY_SHAPE(32, 1, 256, 4) // 256
-    ONORM_HIP_TRY_SHAPE(64, 1, 256, 4) // 512
-    ONORM_HIP_TRY_SHAPE(64, 2, 256, 2) // 1024
-    ONORM_HIP_TRY_SHAPE(64, 4, 256, 1) // 2048
-    ONORM_HIP_TRY_SHAPE(256, 2, 256, 1) // 4096
-    ONORM_HIP_TRY_SHAPE(512, 2, 512, 1) // 8192
-    ONORM_HIP_TRY_SHAPE(512, 4, 512, 1) // 16384
+    ONORM_HIP_TRY_SHAPE(4, 1, 256, 1)       // 32
+    ONORM_HIP_TRY_SHAPE(8, 1, 256, 1)       // 64
+    ONORM_HIP_TRY_SHAPE(16, 1, 256, 1)      // 128
+    ONORM_HIP_TRY_SHAPE(32, 1, 256, 1)      // 256
+    ONORM_HIP_TRY_SHAPE(64, 1, 256, 1)      // 512
+    ONORM_HIP_TRY_SHAPE(64, 2, 256, 1)      // 1024
+    ONORM_HIP_TRY_SHAPE(64, 4, 256, 1)      // 2048
+    ONORM_HIP_TRY_SHAPE(256, 2, 256, 1)     // 4096
+    ONORM_HIP_TRY_SHAPE(512, 2, 512, 1)     // 8192
+    ONORM_HIP_TRY_SHAPE(512, 4, 512, 1)     // 16384
   } else if constexpr (V == 4) {
     static_assert(W == 32, "warp widths 32 and 64");
-    ONORM_HIP_TRY_SHAPE(8, 1, 256, 4)  // 32
-    ONORM_HIP_TRY_SHAPE(16, 1, 256, 4) // 64
-    ONORM_HIP_TRY_SHAPE(32, 1, 256, 4) // 128
-    ONORM_HIP_TRY_SHAPE(32, 2, 256, 4) // 256
-    ONORM_HIP_TRY_SHAPE(32, 4, 256, 2) // 512
-    ONORM_HIP_TRY_SHAPE(32, 8, 256, 1) // 1024
-    ONORM_HIP_TRY_SHAPE(128, 4, 128, 1) // 2048
-    ONORM_HIP_TRY_SHAPE(256, 4, 256, 1) // 4096
-    ONORM_HIP_TRY_SHAPE(512, 4, 512, 1) // 8192
-    ONORM_HIP_TRY_SHAPE(512, 8, 512, 1) // 16384
+    ONORM_HIP_TRY_SHAPE(8, 1, 256, 1)       // 32
+    ONORM_HIP_TRY_SHAPE(16, 1, 256, 1)      // 64
+    ONORM_HIP_TRY_SHAPE(32, 1, 256, 1)      // 128
+    ONORM_HIP_TRY_SHAPE(32, 2, 256, 1)      // 256
+    ONORM_HIP_TRY_SHAPE(32, 4, 256, 1)      // 512
+    ONORM_HIP_TRY_SHAPE(32, 8, 256, 1)      // 1024
+    ONORM_HIP_TRY_SHAPE(128, 4, 128, 1)     // 2048
+    ONORM_HIP_TRY_SHAPE(256, 4, 256, 1)     // 4096
+    ONORM_HIP_TRY_SHAPE(512, 4, 512, 1)     // 8192
+    ONORM_HIP_TRY_SHAPE(512, 8, 512, 1)     // 16384
   } else {
-    ONORM_HIP_TRY_SHAPE(4, 1, 256, 4)  // 32
-    ONORM_HIP_TRY_SHAPE(8, 1, 256, 4)  // 64
-    ONORM_HIP_TRY_SHAPE(16, 1, 256, 4) // 128
-    ONORM_HIP_TRY_SHAPE(32, 1, 256, 4) // 256
-    ONORM_HIP_TRY_SHAPE(32, 2, 256, 2) // 512
-    ONORM_HIP_TRY_SHAPE(32, 4, 256, 1) // 1024
-    ONORM_HIP_TRY_SHAPE(128, 2, 128, 1) // 2048
-    ONORM_HIP_TRY_SHAPE(256, 2, 256, 1) // 4096
-    ONORM_HIP_TRY_SHAPE(512, 2, 512, 1) // 8192
-    ONORM_HIP_TRY_SHAPE(512, 4, 512, 1) // 16384
+    ONORM_HIP_TRY_SHAPE(4, 1, 256, 1)       // 32
+    ONORM_HIP_TRY_SHAPE(8, 1, 256, 1)       // 64
+    ONORM_HIP_TRY_SHAPE(16, 1, 256, 1)      // 128
+    ONORM_HIP_TRY_SHAPE(32, 1, 256, 1)      // 256
+    ONORM_HIP_TRY_SHAPE(32, 2, 256, 1)      // 512
+    ONORM_HIP_TRY_SHAPE(32, 4, 256, 1)      // 1024
+    ONORM_HIP_TRY_SHAPE(128, 2, 128, 1)     // 2048
+    ONORM_HIP_TRY_SHAPE(256, 2, 256, 1)     // 4096
+    ONORM_HIP_TRY_SHAPE(512, 2, 512, 1)     // 8192
+    ONORM_HIP_TRY_SHAPE(512, 4, 512, 1)     // 16384
   }
 #undef ONORM_HIP_TRY_SHAPE
   return false;
