@@ -564,13 +564,6 @@ struct RunRowsFn {
   }
 };
 template <typename In, typename Out>
-struct ChunkStatsFn {
-  static void Run(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* s, unsigned opts,
-                  float* scratch_row) {
-    ChunkStatsT<In, Out>(q, r, k0, k1, s, opts, scratch_row);
-  }
-};
-template <typename In, typename Out>
 struct WriteColsFn {
   static void Run(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts,
                   const float* scratch_row, float scale) {
@@ -584,8 +577,15 @@ void RunRows(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
 }
 void ChunkStats(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states, unsigned opts,
                 float* scratch_row) {
-  // Stats depend on the input type only; the output type parameter is fixed to f32.
-  Dispatch<ChunkStatsFn>(q.x.dtype, ONORM_F32, q, r, k0, k1, states, opts, scratch_row);
+  // Stats depend on the input type only: the output type parameter is fixed to f32.
+  switch (q.x.dtype) {
+    case ONORM_F32: return ChunkStatsT<float, float>(q, r, k0, k1, states, opts, scratch_row);
+    case ONORM_BF16: return ChunkStatsT<core::bf16_bits, float>(q, r, k0, k1, states, opts, scratch_row);
+#if ONORM_SIMD_F16
+    case ONORM_F16: return ChunkStatsT<core::f16_bits, float>(q, r, k0, k1, states, opts, scratch_row);
+#endif
+    default: return;
+  }
 }
 void WriteCols(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts,
                const float* scratch_row, float scale) {
