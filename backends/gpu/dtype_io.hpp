@@ -3,8 +3,8 @@
 // Storage types are the core's: float, core::f16_bits, core::bf16_bits.
 #pragma once
 
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
 #include "onlinenorm/core/element.hpp"
-#include "vendor_shim.hpp"
 
 namespace onorm {
 namespace gpu {

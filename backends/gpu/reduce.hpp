@@ -4,6 +4,7 @@
 // with the same bits (state combines are applied in lane order, low lane on the left).
 #pragma once
 
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
 #include "math.hpp"
 #include "onlinenorm/core/max_sum.hpp"
 #include "onlinenorm/core/sum_sq.hpp"

@@ -13,6 +13,7 @@
 // every reduction is a fixed tree, so results are bitwise reproducible.
 #pragma once
 
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
 #include "dtype_io.hpp"
 #include "math.hpp"
 #include "onlinenorm/core/max_sum.hpp"

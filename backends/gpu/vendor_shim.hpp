@@ -26,6 +26,11 @@
 
 #include <stdint.h>
 
+// The vendor runtime before the core: it defines __host__ / __device__ (core/hd.hpp).
+#if !defined(ONORM_GPU_SHIM_OVERRIDE) && (defined(__HIP__) || defined(__HIP_PLATFORM_AMD__))
+#include <hip/hip_runtime.h>
+#endif
+
 #include "onlinenorm/core/convert.hpp"
 
 // [hip session] A test may substitute the whole vendor branch (tests/hip: a host SIMT emulator
