@@ -24,3 +24,28 @@ int onorm_c_abi_check(void) {
   onorm_destroy(ctx);
   return bad;
 }
+
+/* Enum arguments with values no enumerator has, as any C caller may pass (in C++ such values
+   are not valid values of these enums, so they are passed from here). Returns a bit mask of
+   the checks that failed. */
+int onorm_c_out_of_range_enums(void) {
+  int bad = 0;
+  onorm_context ctx = NULL;
+  if (onorm_create((onorm_backend)7, 0, &ctx) != ONORM_ERROR_INVALID_ARGUMENT) bad |= 1;
+  if (onorm_create((onorm_backend)-1, 0, &ctx) != ONORM_ERROR_INVALID_ARGUMENT) bad |= 2;
+  if (onorm_backend_device_count((onorm_backend)9) != 0) bad |= 4;
+  if (onorm_dtype_size((onorm_dtype)-1) != 0 || onorm_dtype_size((onorm_dtype)1000) != 0) bad |= 8;
+  if (onorm_status_string((onorm_status)77)[0] == '\0') bad |= 16;
+  if (onorm_create(ONORM_BACKEND_CPU, 0, &ctx) != ONORM_OK) return bad | 32;
+  float x[4] = {1, 2, 3, 4}, y[4] = {0, 0, 0, 0};
+  onorm_rows xr = {x, (onorm_dtype)-1, 1, 4, 4};
+  onorm_rows yr = {y, ONORM_F32, 1, 4, 4};
+  if (onorm_softmax(ctx, &xr, &yr) != ONORM_ERROR_INVALID_ARGUMENT) bad |= 64;
+  xr.dtype = ONORM_F32;
+  yr.dtype = (onorm_dtype)1000;
+  if (onorm_softmax(ctx, &xr, &yr) != ONORM_ERROR_INVALID_ARGUMENT) bad |= 128;
+  if (y[0] != 0 || y[3] != 0) bad |= 256;
+  if (onorm_memcpy(ctx, y, x, 4, (onorm_copy_kind)9) != ONORM_ERROR_INVALID_ARGUMENT) bad |= 512;
+  onorm_destroy(ctx);
+  return bad;
+}

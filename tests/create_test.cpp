@@ -65,8 +65,7 @@ TEST(Create, CpuAlwaysAvailable) {
 TEST(Create, BadArguments) {
   EXPECT_EQ(onorm_create(ONORM_BACKEND_CPU, 0, nullptr), ONORM_ERROR_INVALID_ARGUMENT);
   EXPECT_STRNE(onorm_last_error(), "");
-  EXPECT_EQ(create(static_cast<onorm_backend>(7), 0), ONORM_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(create(static_cast<onorm_backend>(-1), 0), ONORM_ERROR_INVALID_ARGUMENT);
+  // Backend values outside the enum come from C (c_abi_check.c): in C++ they are not valid values.
   EXPECT_EQ(create(ONORM_BACKEND_CPU, -1), ONORM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(create(ONORM_BACKEND_CPU, 1), ONORM_ERROR_BACKEND_UNAVAILABLE);
   EXPECT_EQ(create(ONORM_BACKEND_CPU, 1000000), ONORM_ERROR_BACKEND_UNAVAILABLE);
@@ -88,7 +87,6 @@ TEST(Create, GpuBackendsAvailableOrUnavailable) {
     }
     EXPECT_EQ(create(b, n), ONORM_ERROR_BACKEND_UNAVAILABLE);  // one past the last device
   }
-  EXPECT_EQ(onorm_backend_device_count(static_cast<onorm_backend>(9)), 0);
   EXPECT_EQ(onorm_backend_device_count(ONORM_BACKEND_AUTO), 0);
 }
 
@@ -156,7 +154,6 @@ TEST(Create, EnvironmentIgnoredForExplicitBackend) {
 
 TEST(Misc, StatusStringsAndNulls) {
   for (int s = ONORM_OK; s <= ONORM_ERROR_INTERNAL; ++s) EXPECT_STRNE(onorm_status_string(static_cast<onorm_status>(s)), "");
-  EXPECT_STRNE(onorm_status_string(static_cast<onorm_status>(77)), "");
   EXPECT_STRNE(onorm_status_string(ONORM_OK), onorm_status_string(ONORM_ERROR_INVALID_ARGUMENT));
   onorm_destroy(nullptr);  // no-op
   EXPECT_NE(onorm_backend_name(nullptr), nullptr);
@@ -169,7 +166,6 @@ TEST(Misc, StatusStringsAndNulls) {
   EXPECT_EQ(onorm_dtype_size(ONORM_F64), 8u);
   EXPECT_EQ(onorm_dtype_size(ONORM_F8_E4M3), 1u);
   EXPECT_EQ(onorm_dtype_size(static_cast<onorm_dtype>(5)), 0u);
-  EXPECT_EQ(onorm_dtype_size(static_cast<onorm_dtype>(-1)), 0u);
   EXPECT_EQ(ONORM_API_VERSION, 1);
 }
 
@@ -191,7 +187,7 @@ TEST_P(Memory, MallocCopyFree) {
   EXPECT_EQ(onorm_memcpy(ctx, dst.data(), b, 0, ONORM_COPY_DEVICE_TO_HOST), ONORM_OK);
   EXPECT_EQ(onorm_memcpy(ctx, nullptr, b, 10, ONORM_COPY_DEVICE_TO_HOST), ONORM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(onorm_memcpy(ctx, dst.data(), nullptr, 10, ONORM_COPY_DEVICE_TO_HOST), ONORM_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(onorm_memcpy(ctx, dst.data(), b, 10, static_cast<onorm_copy_kind>(9)), ONORM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(onorm_memcpy(ctx, dst.data(), b, 10, static_cast<onorm_copy_kind>(3)), ONORM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(onorm_memcpy(nullptr, dst.data(), b, 10, ONORM_COPY_DEVICE_TO_HOST), ONORM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(onorm_malloc(nullptr, 10, &a), ONORM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(onorm_malloc(ctx, 10, nullptr), ONORM_ERROR_INVALID_ARGUMENT);
