@@ -206,7 +206,13 @@ HWY_INLINE float ChunkMax(DF d, const In* HWY_RESTRICT x, size_t n, bool& maybe_
     s1 = hn::Add(s1, LoadTail(d, x + i, n - i, 0.0f));
   }
   maybe_nan = !hn::AllFalse(d, hn::IsNaN(hn::Add(s0, s1)));
-  return hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
+  // Lanes reduced here rather than with hn::MaxOfLanes: EMU128's starts from the lowest finite
+  // value, which turns an all -inf chunk into -FLT_MAX (and the masked row into 0/0).
+  HWY_ALIGN float lanes[hn::MaxLanes(d)];
+  hn::Store(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)), d, lanes);
+  float m = lanes[0];
+  for (size_t k = 1; k < N; ++k) m = lanes[k] > m ? lanes[k] : m;
+  return m;
 }
 
 template <typename In>

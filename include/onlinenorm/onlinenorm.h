@@ -18,7 +18,15 @@ extern "C" {
 
 #define ONORM_API_VERSION 1
 
-typedef enum onorm_status {
+/* In C++ the enums get int as their fixed underlying type, so that any int a C caller passes
+   is a valid value (checked and refused at run time, not undefined behaviour). Same ABI. */
+#ifdef __cplusplus
+#define ONORM_ENUM_BASE : int
+#else
+#define ONORM_ENUM_BASE
+#endif
+
+typedef enum onorm_status ONORM_ENUM_BASE {
   ONORM_OK = 0,
   ONORM_ERROR_INVALID_ARGUMENT = 1,    /* null pointer, negative size, bad stride, bad eps, partial overlap, size overflow */
   ONORM_ERROR_UNSUPPORTED = 2,         /* a valid request this backend does not implement (say, a dtype) */
@@ -28,11 +36,11 @@ typedef enum onorm_status {
   ONORM_ERROR_INTERNAL = 6
 } onorm_status;
 
-typedef enum onorm_backend {
+typedef enum onorm_backend ONORM_ENUM_BASE {
   ONORM_BACKEND_AUTO = 0, ONORM_BACKEND_CPU = 1, ONORM_BACKEND_CUDA = 2, ONORM_BACKEND_HIP = 3
 } onorm_backend;
 
-typedef enum onorm_dtype {
+typedef enum onorm_dtype ONORM_ENUM_BASE {
   ONORM_F32 = 0, ONORM_F16 = 1, ONORM_BF16 = 2, ONORM_F64 = 3, ONORM_F8_E4M3 = 4
 } onorm_dtype;
 
@@ -80,7 +88,7 @@ ONORM_API const char* onorm_backend_unavailable_reason(onorm_backend backend);
 /* Memory where the context's backend computes (device memory on CUDA/HIP, host memory on CPU),
    so that programs, tests and tools can feed any backend without linking its runtime.
    Copies are synchronous with respect to the context's stream. */
-typedef enum onorm_copy_kind {
+typedef enum onorm_copy_kind ONORM_ENUM_BASE {
   ONORM_COPY_HOST_TO_DEVICE = 0, ONORM_COPY_DEVICE_TO_HOST = 1, ONORM_COPY_DEVICE_TO_DEVICE = 2
 } onorm_copy_kind;
 ONORM_API onorm_status onorm_malloc(onorm_context ctx, size_t bytes, void** out);
