@@ -7,7 +7,7 @@
 #   scripts/gpu_check.sh --prepare      HERE (dev machine): stage what the GPU machine lacks
 #                                       (Highway 1.0.3 from Debian's libhwy-dev) into .deps/,
 #                                       an ignored folder to name in the run tool's `carry`.
-#   scripts/gpu_check.sh [--no-bench] [--no-torch] [--no-sanitize]
+#   scripts/gpu_check.sh [--no-bench] [--no-torch] [--no-sanitize] [--no-pipeline]
 #                                       THERE, from the repo root; logs and CSVs go to $OUT.
 #
 # The GPU machine (Ubuntu 24.04 image) has cmake, ninja, nvcc 13, gtest, benchmark and
@@ -33,9 +33,10 @@ if [ "${1:-}" = "--prepare" ]; then
   exit 0
 fi
 
-bench=1; torch=1; sanitize=1
+bench=1; torch=1; sanitize=1; pipeline=1
 for a in "$@"; do
   case "$a" in
+    --no-pipeline) pipeline=0 ;;
     --no-bench) bench=0 ;;
     --no-torch) torch=0 ;;
     --no-sanitize) sanitize=0 ;;
@@ -86,11 +87,14 @@ if [ -x $B/bin/onorm_bench_cuda ]; then
     && status_check=ok || status_check=FAILED
   echo "check: $status_check ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|check:" "$OUT/check.log" | head -20
   # The pipelined split schedule (opt-in): the same check, bounded in time.
+  [ $pipeline = 1 ] || { echo "check (pipelined): not run (--no-pipeline)"; }
   t0=$(date +%s)
+  [ $pipeline = 1 ] && {
   echo "---- ONLINENORM_CUDA_PIPELINE=1" >> "$OUT/check.log"
   ONLINENORM_CUDA_PIPELINE=1 timeout 150 $B/bin/onorm_bench_cuda --check >> "$OUT/check.log" 2>&1 \
     && status_pipe=ok || status_pipe="FAILED($?)"
   echo "check (pipelined): $status_pipe ($(( $(date +%s) - t0 )) s)"; tail -1 "$OUT/check.log"
+  }
 fi
 
 status_mem=skipped; status_race=skipped
