@@ -151,6 +151,24 @@ TEST_P(SpecialValues, LayerNormAtLargeOffset) {
   }
 }
 
+// Finite inputs never overflow inside: norms of rows whose squares overflow f32 (|x| ~ 1e19
+// to 1e30) keep their scale. f16 cannot hold such values (its largest is 65504).
+TEST_P(SpecialValues, NormsOfHugeFiniteValues) {
+  const auto [backend, dt] = GetParam();
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  if (!contract_supports(backend, dt)) return expect_unsupported(ctx, dt);
+  if (dt == ONORM_F16) GTEST_SKIP() << "f16 holds no value whose square overflows f32";
+  ONORM_SEEDED_RNG(rng);
+  std::normal_distribution<double> nd(0, 1);
+  for (int64_t cols : kWidths) {
+    // Row 0: N(0,1) * 1e19; row 1: 1e30 + N(0,1) * 1e29; row 2 ordinary.
+    auto gen = [&](int64_t r, int64_t) { return r == 0 ? 1e19 * nd(rng) : r == 1 ? 1e30 + 1e29 * nd(rng) : nd(rng); };
+    run(ctx, Op::rms_norm, dt, 3, cols, gen, rng);
+    run(ctx, Op::layer_norm, dt, 3, cols, gen, rng);
+    if (HasFailure()) return;
+  }
+}
+
 // Constant rows: variance exactly 0, LayerNorm gives beta (rstd = 1/sqrt(eps)).
 TEST_P(SpecialValues, ConstantRows) {
   const auto [backend, dt] = GetParam();

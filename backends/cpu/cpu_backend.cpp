@@ -100,7 +100,7 @@ void run_split(const CpuContext& c, const onorm_request& q, unsigned opts) {
   std::vector<RowFinal> finals(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
     const ChunkState merged = merge_states(q.op, states.data() + r * chunks, chunks);
-    finals[static_cast<size_t>(r)] = final_of(q, merged);
+    finals[static_cast<size_t>(r)] = final_of(q, merged, r);
     if (q.mean) q.mean[r] = finals[static_cast<size_t>(r)].a;
     if (q.rstd) q.rstd[r] = finals[static_cast<size_t>(r)].b;
   }

@@ -477,7 +477,7 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
         chunk_max[k] = states[k].ms.m;
       }
       const ChunkState merged = merge_states(q.op, states.data(), chunks);
-      const RowFinal fin = final_of(q, merged);
+      const RowFinal fin = final_of(q, merged, r);
       for (int64_t k = 0; k < chunks; ++k) {
         const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
         const float scale = chunk_scale(fin, chunk_max[k]);
@@ -492,7 +492,7 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
       states[k] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf);
     }
     const ChunkState merged = merge_states(q.op, states.data(), chunks);
-    RowFinal fin = final_of(q, merged);
+    RowFinal fin = final_of(q, merged, r);
     if (q.mean) q.mean[r] = fin.a;
     if (q.rstd) q.rstd[r] = fin.b;
     WriteRow(d, q, xr, yr, 0, cols, fin, opts);

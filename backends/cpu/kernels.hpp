@@ -3,6 +3,7 @@
 // per context by table index, so contexts with different target caps coexist in a process.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "backend_interface.h"
 #include "onlinenorm/core/algebra.hpp"
+#include "scalar_rows.hpp"
 
 namespace onorm {
 namespace cpu {
@@ -37,9 +39,17 @@ union ChunkState {
   core::SumSq<float> ss;
 };
 
-// Folds the merged state of a row into its RowFinal (inline: it runs once per row).
-inline RowFinal final_of(const onorm_request& q, const ChunkState& s) {
+// Folds the merged state of row r into its RowFinal (inline: it runs once per row).
+inline RowFinal final_of(const onorm_request& q, const ChunkState& s, int64_t r) {
   const float eps = static_cast<float>(q.eps);
+  const bool overflowed = (q.op == ONORM_OP_LAYER_NORM && !std::isfinite(s.w.m2 + s.w.mean)) ||
+                          (q.op == ONORM_OP_RMS_NORM && !std::isfinite(s.ss.s));
+  if (overflowed) {
+    // f32 sums overflow for |x| beyond ~1e19 (or the row holds inf/NaN): redo in double.
+    RowFinal f{kFinite, 0, 0};
+    scalar_norm_stats_f64(q, r, f.a, f.b);
+    return f;
+  }
   if (q.op == ONORM_OP_LAYER_NORM) return RowFinal{kFinite, s.w.mean, s.w.rstd(eps)};
   if (q.op == ONORM_OP_RMS_NORM) return RowFinal{kFinite, 0, s.ss.rstd(eps)};
   const core::MaxSum<float>& ms = s.ms;

@@ -43,6 +43,30 @@ void run_out(const onorm_request& q, int64_t r0, int64_t r1) {
 
 }  // namespace
 
+namespace {
+template <typename In>
+void norm_stats_f64(const onorm_request& q, int64_t r, float& mean, float& rstd) {
+  const ScalarRow<In, double> row{static_cast<const In*>(q.x.data) + r * q.x.row_stride, q.x.cols};
+  if (q.op == ONORM_OP_LAYER_NORM) {
+    const core::Welford<double> w = scalar_welford_state(row);
+    mean = static_cast<float>(w.mean);
+    rstd = static_cast<float>(w.rstd(q.eps));
+  } else {
+    mean = 0;
+    rstd = static_cast<float>(scalar_sum_sq_state(row).rstd(q.eps));
+  }
+}
+}  // namespace
+
+void scalar_norm_stats_f64(const onorm_request& q, int64_t r, float& mean, float& rstd) {
+  switch (q.x.dtype) {
+    case ONORM_F16: return norm_stats_f64<core::f16_bits>(q, r, mean, rstd);
+    case ONORM_BF16: return norm_stats_f64<core::bf16_bits>(q, r, mean, rstd);
+    case ONORM_F64: return norm_stats_f64<double>(q, r, mean, rstd);
+    default: return norm_stats_f64<float>(q, r, mean, rstd);
+  }
+}
+
 void scalar_run_rows(const onorm_request& q, int64_t r0, int64_t r1) {
   switch (q.x.dtype) {
     case ONORM_F32: return run_out<float>(q, r0, r1);

@@ -55,12 +55,10 @@ void scalar_softmax_row(const In* x, Out* y, int64_t cols, bool log) {
   }
 }
 
-template <typename In, typename Out, typename Acc>
-void scalar_layer_norm_row(const In* x, Out* y, int64_t cols, const In* gamma, const In* beta,
-                           Acc eps, float* mean_out, float* rstd_out) {
+template <typename In, typename Acc>
+core::Welford<Acc> scalar_welford_state(const ScalarRow<In, Acc>& row) {
   using W = core::Welford<Acc>;
-  const ScalarRow<In, Acc> row{x, cols};
-  const W s = scalar_row_state<W>(row, [&](int64_t b, int64_t e) {
+  return scalar_row_state<W>(row, [&](int64_t b, int64_t e) {
     // Sum relative to the chunk's first element: rows like 1e4 + N(0,1) keep their digits.
     const Acc shift = row.at(b);
     Acc sum = 0;
@@ -70,6 +68,23 @@ void scalar_layer_norm_row(const In* x, Out* y, int64_t cols, const In* gamma, c
     for (int64_t c = b; c < e; ++c) m2 += (row.at(c) - mean) * (row.at(c) - mean);
     return W::of(e - b, mean, m2);
   });
+}
+
+template <typename In, typename Acc>
+core::SumSq<Acc> scalar_sum_sq_state(const ScalarRow<In, Acc>& row) {
+  using S = core::SumSq<Acc>;
+  return scalar_row_state<S>(row, [&](int64_t b, int64_t e) {
+    Acc sum = 0;
+    for (int64_t c = b; c < e; ++c) sum += row.at(c) * row.at(c);
+    return S::of(e - b, sum);
+  });
+}
+
+template <typename In, typename Out, typename Acc>
+void scalar_layer_norm_row(const In* x, Out* y, int64_t cols, const In* gamma, const In* beta,
+                           Acc eps, float* mean_out, float* rstd_out) {
+  const ScalarRow<In, Acc> row{x, cols};
+  const core::Welford<Acc> s = scalar_welford_state(row);
   const Acc rstd = s.rstd(eps);
   for (int64_t c = 0; c < cols; ++c) {
     const Acc g = gamma ? core::element<In>::load(gamma[c]) : Acc(1);
@@ -82,20 +97,18 @@ void scalar_layer_norm_row(const In* x, Out* y, int64_t cols, const In* gamma, c
 
 template <typename In, typename Out, typename Acc>
 void scalar_rms_norm_row(const In* x, Out* y, int64_t cols, const In* gamma, Acc eps, float* rstd_out) {
-  using S = core::SumSq<Acc>;
   const ScalarRow<In, Acc> row{x, cols};
-  const S s = scalar_row_state<S>(row, [&](int64_t b, int64_t e) {
-    Acc sum = 0;
-    for (int64_t c = b; c < e; ++c) sum += row.at(c) * row.at(c);
-    return S::of(e - b, sum);
-  });
-  const Acc rstd = s.rstd(eps);
+  const Acc rstd = scalar_sum_sq_state(row).rstd(eps);
   for (int64_t c = 0; c < cols; ++c) {
     const Acc g = gamma ? core::element<In>::load(gamma[c]) : Acc(1);
     y[c] = core::store_from_double<Out>(core::rms_norm_finish(row.at(c), rstd, g));
   }
   if (rstd_out) *rstd_out = static_cast<float>(rstd);
 }
+
+// LayerNorm / RMSNorm statistics of row r accumulated in double: the fallback for rows whose
+// f32 sums overflow (|x| beyond about 1e19), so that finite inputs never overflow inside.
+void scalar_norm_stats_f64(const onorm_request& q, int64_t r, float& mean, float& rstd);
 
 // Runs one validated request on rows [row_begin, row_end) with the scalar kernels.
 void scalar_run_rows(const onorm_request& q, int64_t row_begin, int64_t row_end);
