@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "cuda_context.hpp"
+#include "register_shapes.hpp"
 
 namespace onorm {
 namespace cuda {
@@ -68,29 +69,11 @@ bool launch_registers(const CudaContext& ctx, const RowArgs& a, cudaStream_t st,
     status = launch_reg<FAM, In, TPR, ITEMS, BLOCK, RPG>(a, st, err, err_len);     \
     return true;                                                                   \
   }
-  // (threads per row, vectors per thread, block, rows per group): <= 32 floats per thread.
+  // (threads per row, vectors per thread, block, rows per group): gpu/register_shapes.hpp.
   if constexpr (V == 4) {
-    ONORM_TRY_CFG(8, 1, 256, 1)     // 32
-    ONORM_TRY_CFG(16, 1, 256, 1)    // 64
-    ONORM_TRY_CFG(32, 1, 256, 1)    // 128
-    ONORM_TRY_CFG(32, 2, 256, 1)    // 256
-    ONORM_TRY_CFG(32, 4, 256, 1)    // 512
-    ONORM_TRY_CFG(32, 8, 256, 1)    // 1024
-    ONORM_TRY_CFG(128, 4, 128, 1)   // 2048
-    ONORM_TRY_CFG(256, 4, 256, 1)   // 4096
-    ONORM_TRY_CFG(512, 4, 512, 1)   // 8192
-    ONORM_TRY_CFG(512, 8, 512, 1)   // 16384
+    ONORM_GPU_W32_SHAPES_VEC4(ONORM_TRY_CFG)
   } else {
-    ONORM_TRY_CFG(4, 1, 256, 1)     // 32
-    ONORM_TRY_CFG(8, 1, 256, 1)     // 64
-    ONORM_TRY_CFG(16, 1, 256, 1)    // 128
-    ONORM_TRY_CFG(32, 1, 256, 1)    // 256
-    ONORM_TRY_CFG(32, 2, 256, 1)    // 512
-    ONORM_TRY_CFG(32, 4, 256, 1)    // 1024
-    ONORM_TRY_CFG(128, 2, 128, 1)   // 2048
-    ONORM_TRY_CFG(256, 2, 256, 1)   // 4096
-    ONORM_TRY_CFG(512, 2, 512, 1)   // 8192
-    ONORM_TRY_CFG(512, 4, 512, 1)   // 16384
+    ONORM_GPU_W32_SHAPES_VEC8(ONORM_TRY_CFG)
   }
 #undef ONORM_TRY_CFG
   return false;

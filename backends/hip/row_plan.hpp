@@ -29,6 +29,7 @@
 #include <cstdio>
 
 #include "backend_interface.h"
+#include "gpu/register_shapes.hpp"
 #include "gpu/row_kernels.hpp"
 
 namespace onorm {
@@ -99,27 +100,9 @@ bool plan_registers(const gpu::RowArgs& a, L& launcher, onorm_status& status) {
     ONORM_HIP_TRY_SHAPE(512, 4, 512, 1)     // 16384
   } else if constexpr (V == 4) {
     static_assert(W == 32, "warp widths 32 and 64");
-    ONORM_HIP_TRY_SHAPE(8, 1, 256, 1)       // 32
-    ONORM_HIP_TRY_SHAPE(16, 1, 256, 1)      // 64
-    ONORM_HIP_TRY_SHAPE(32, 1, 256, 1)      // 128
-    ONORM_HIP_TRY_SHAPE(32, 2, 256, 1)      // 256
-    ONORM_HIP_TRY_SHAPE(32, 4, 256, 1)      // 512
-    ONORM_HIP_TRY_SHAPE(32, 8, 256, 1)      // 1024
-    ONORM_HIP_TRY_SHAPE(128, 4, 128, 1)     // 2048
-    ONORM_HIP_TRY_SHAPE(256, 4, 256, 1)     // 4096
-    ONORM_HIP_TRY_SHAPE(512, 4, 512, 1)     // 8192
-    ONORM_HIP_TRY_SHAPE(512, 8, 512, 1)     // 16384
+    ONORM_GPU_W32_SHAPES_VEC4(ONORM_HIP_TRY_SHAPE)  // the CUDA backend's shapes
   } else {
-    ONORM_HIP_TRY_SHAPE(4, 1, 256, 1)       // 32
-    ONORM_HIP_TRY_SHAPE(8, 1, 256, 1)       // 64
-    ONORM_HIP_TRY_SHAPE(16, 1, 256, 1)      // 128
-    ONORM_HIP_TRY_SHAPE(32, 1, 256, 1)      // 256
-    ONORM_HIP_TRY_SHAPE(32, 2, 256, 1)      // 512
-    ONORM_HIP_TRY_SHAPE(32, 4, 256, 1)      // 1024
-    ONORM_HIP_TRY_SHAPE(128, 2, 128, 1)     // 2048
-    ONORM_HIP_TRY_SHAPE(256, 2, 256, 1)     // 4096
-    ONORM_HIP_TRY_SHAPE(512, 2, 512, 1)     // 8192
-    ONORM_HIP_TRY_SHAPE(512, 4, 512, 1)     // 16384
+    ONORM_GPU_W32_SHAPES_VEC8(ONORM_HIP_TRY_SHAPE)
   }
 #undef ONORM_HIP_TRY_SHAPE
   return false;
