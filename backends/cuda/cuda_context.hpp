@@ -25,6 +25,10 @@ struct DeviceInfo {
   int force_two_read = 0;                // long rows: skip the single-read schedule
   int pipelined = 0;                     // long rows: merge of round r-1 overlaps round r
   int64_t staged_chunk_bytes = 32768;    // one shared-memory stage of the staged kernel
+  int cluster = 0;                       // thread-block clusters (compute capability >= 9.0)
+  int64_t cluster_min_cols = 4097;       // shortest row split over a cluster
+  int cluster_max = 16;                  // largest cluster (blocks per row)
+  int cluster_min_tier = 0;              // smallest slice tried (cuda_launch.cuh ClusterTiers)
 };
 
 struct CudaContext {

@@ -6,6 +6,9 @@
 //                  many rows per block, rows in registers;
 //   cols <= reg_max_cols (f32 16384 / 16-bit 4096; ONLINENORM_CUDA_REG_MAX_COLS overrides):
 //                  a block per row, the row in registers;
+//   cluster_min_cols < cols <= 16 slices (sm_90+): cluster_rows_kernel, the row split over a
+//                  thread-block cluster of K <= 16 blocks, in registers, states merged through
+//                  distributed shared memory (the smallest slice size whose K fits);
 //   longer:        staged_kernel: the row (or chunks of staged_chunk_bytes) in shared memory,
 //                  a persistent grid with the next chunk's copy in flight; K > 1 chunks per
 //                  row merge across a co-resident group (cooperative launch). Rows whose
@@ -15,6 +18,7 @@
 
 #include <algorithm>
 
+#include "cluster_rows.cuh"
 #include "cuda_context.hpp"
 #include "register_shapes.hpp"
 
@@ -76,6 +80,76 @@ bool launch_registers(const CudaContext& ctx, const RowArgs& a, cudaStream_t st,
     ONORM_GPU_W32_SHAPES_VEC8(ONORM_TRY_CFG)
   }
 #undef ONORM_TRY_CFG
+  return false;
+}
+
+// Cluster regime: slice sizes (vectors per thread) from small to large, BLOCK threads each.
+constexpr int kClusterBlock = 256;
+template <typename In>
+struct ClusterTiers {
+  static constexpr int kVec = gpu::io<In>::kVec;
+  static constexpr int kItems[3] = {kVec == 4 ? 4 : 2, kVec == 4 ? 8 : 4, kVec == 4 ? 16 : 8};
+  static constexpr int64_t cols(int tier) { return int64_t(kClusterBlock) * kItems[tier] * kVec; }
+};
+
+template <int OP, typename In, int ITEMS>
+onorm_status launch_cluster_tier(const RowArgs& a, int K, cudaStream_t st, char* err, size_t err_len,
+                                 bool& launched) {
+  constexpr int64_t V = gpu::io<In>::kVec;
+  auto kern = cluster_rows_kernel<OP, In, kWarp, ITEMS, kClusterBlock>;
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(K);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(kClusterBlock);
+  cfg.stream = st;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  const int64_t max_rows = int64_t(0x7fffffff) / K;
+  cfg.gridDim = dim3(unsigned(std::min(max_rows, a.rows) * K));
+  if (K > 8) {  // beyond the portable cluster size: ask for it, and check that one fits
+    ONORM_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                   "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess || clusters < 1) {
+      cudaGetLastError();  // not an error of the request: the caller takes another regime
+      launched = false;
+      return ONORM_OK;
+    }
+  }
+  launched = true;
+  gpu::SplitArgs s{};
+  s.chunks = K;
+  s.chunk = ((a.cols + K - 1) / K + V - 1) / V * V;
+  for (int64_t r0 = 0; r0 < a.rows; r0 += max_rows) {
+    s.row0 = r0;
+    cfg.gridDim = dim3(unsigned(std::min(max_rows, a.rows - r0) * K));
+    ONORM_CUDA_TRY(cudaLaunchKernelEx(&cfg, kern, a, s), "cluster launch");
+  }
+  return ONORM_OK;
+}
+
+// Takes rows of cluster_min_cols to 16 slices of the largest tier on devices with clusters;
+// the smallest slice whose cluster size K fits cluster_max (a slice never exceeds the row's
+// share by a vector or more, so no block of a cluster is empty).
+template <int OP, typename In>
+bool launch_cluster(const CudaContext& ctx, const RowArgs& a, cudaStream_t st, char* err, size_t err_len,
+                    onorm_status& status) {
+  using T = ClusterTiers<In>;
+  if (!ctx.info.cluster || a.cols < ctx.info.cluster_min_cols) return false;
+  for (int tier = ctx.info.cluster_min_tier; tier < 3; ++tier) {
+    const int64_t K = (a.cols + T::cols(tier) - 1) / T::cols(tier);
+    if (K > ctx.info.cluster_max) continue;
+    bool launched = false;
+    switch (tier) {
+      case 0: status = launch_cluster_tier<OP, In, T::kItems[0]>(a, int(K), st, err, err_len, launched); break;
+      case 1: status = launch_cluster_tier<OP, In, T::kItems[1]>(a, int(K), st, err, err_len, launched); break;
+      default: status = launch_cluster_tier<OP, In, T::kItems[2]>(a, int(K), st, err, err_len, launched); break;
+    }
+    if (status != ONORM_OK || launched) return true;
+  }
   return false;
 }
 
@@ -190,6 +264,14 @@ onorm_status launch_rows(CudaContext& ctx, const RowArgs& a, char* err, size_t e
     st = ctx.stream;
   }
   onorm_status status = ONORM_OK;
+  bool taken = false;
+  switch (a.op) {
+    case gpu::kOpSoftmax: taken = launch_cluster<gpu::kOpSoftmax, In>(ctx, a, st, err, err_len, status); break;
+    case gpu::kOpLogSoftmax: taken = launch_cluster<gpu::kOpLogSoftmax, In>(ctx, a, st, err, err_len, status); break;
+    case gpu::kOpLayerNorm: taken = launch_cluster<gpu::kOpLayerNorm, In>(ctx, a, st, err, err_len, status); break;
+    default: taken = launch_cluster<gpu::kOpRmsNorm, In>(ctx, a, st, err, err_len, status); break;
+  }
+  if (taken) return status;
   const bool softmax = a.op == gpu::kOpSoftmax || a.op == gpu::kOpLogSoftmax;
   if (softmax ? launch_registers<gpu::kFamSoftmax, In>(ctx, a, st, err, err_len, status)
               : launch_registers<gpu::kFamNorm, In>(ctx, a, st, err, err_len, status))

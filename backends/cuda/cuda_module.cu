@@ -91,6 +91,22 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
     const long long cap = static_cast<long long>(prop.sharedMemPerBlockOptin) / 3 - 1024;
     if (b >= 4096 && b <= cap) ctx->info.staged_chunk_bytes = b / 16 * 16;
   }
+  // Clusters: ONLINENORM_CUDA_CLUSTER=0 turns the cluster regime off; _MIN_COLS, _MAX (blocks
+  // per cluster, 1..16) and _TIER (smallest slice tried, 0..2) tune it (bench/cuda/NOTES.md).
+  ctx->info.cluster = prop.major >= 9;
+  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER")) ctx->info.cluster &= std::atoi(v) != 0;
+  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_MIN_COLS")) {
+    const long long n = std::atoll(v);
+    if (n >= 1) ctx->info.cluster_min_cols = n;
+  }
+  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_MAX")) {
+    const int n = std::atoi(v);
+    if (n >= 1 && n <= 16) ctx->info.cluster_max = n;
+  }
+  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_TIER")) {
+    const int n = std::atoi(v);
+    if (n >= 0 && n <= 2) ctx->info.cluster_min_tier = n;
+  }
   const cudaError_t e = cudaEventCreateWithFlags(&ctx->ws_event, cudaEventDisableTiming);
   if (e != cudaSuccess) {
     delete ctx;

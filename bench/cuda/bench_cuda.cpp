@@ -232,7 +232,9 @@ void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
 int check(onorm_context ctx, bool big, bool small) {
   std::mt19937 rng(7);
   int cases = 0;
-  std::vector<int64_t> widths = {1, 3, 31, 64, 100, 127, 512, 1000, 1025, 2048, 4097, 9000, 16384, 16385, 40000, 131077};
+  // 61440 / 262143: clusters of 15 and 16 blocks (cuda_launch.cuh); 131077: 9 blocks of the largest slice.
+  std::vector<int64_t> widths = {1, 3, 31, 64, 100, 127, 512, 1000, 1025, 2048, 4097, 9000, 16384, 16385, 40000,
+                                 61440, 131077, 262143};
   std::vector<onorm_dtype> dtypes = {ONORM_F32, ONORM_F16, ONORM_BF16};
   std::vector<int64_t> special_widths = {5, 64, 1000, 5000, 40000};
   if (small) {  // under compute-sanitizer: every kernel family once, few elements
