@@ -23,6 +23,12 @@ grep -A2 "cluster_rows_kernel" "$OUT/build.log" | grep -E "registers|spill" | so
 t0=$(date +%s)
 timeout 200 $B/bin/onorm_bench_cuda --check > "$OUT/check.log" 2>&1; echo "check exit $? ($(( $(date +%s) - t0 )) s)"
 grep -E "FAIL|check:" "$OUT/check.log" | head -12
+for env_set in ${CHECK_ENVS:-}; do  # e.g. "ONLINENORM_CUDA_STREAM=1,ONLINENORM_CUDA_SHORT_WIDE=1"
+  echo "---- check with ${env_set//,/ }" >> "$OUT/check.log"
+  t0=$(date +%s)
+  timeout 200 env ${env_set//,/ } $B/bin/onorm_bench_cuda --check >> "$OUT/check.log" 2>&1
+  echo "check with ${env_set//,/ }: exit $? ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL" "$OUT/check.log" | head -5
+done
 t0=$(date +%s)
 timeout 150 $B/bin/onorm_bench_cuda --quick --csv "$OUT/onorm.csv" > "$OUT/bench.log" 2>&1
 echo "bench exit $? ($(( $(date +%s) - t0 )) s)"
