@@ -26,13 +26,11 @@ struct DeviceInfo {
   int pipelined = 0;                     // long rows: merge of round r-1 overlaps round r
   int64_t staged_chunk_bytes = 32768;    // one shared-memory stage of the staged kernel
   int cluster = 0;                       // thread-block clusters (compute capability >= 9.0)
-  int64_t cluster_min_cols = 4097;       // shortest row split over a cluster
+  int64_t cluster_min_cols_f32 = 16384;  // shortest f32 row split over a cluster
+  int64_t cluster_min_cols_16 = 32768;   // shortest f16/bf16 row split over a cluster
   int cluster_max = 16;                  // largest cluster (blocks per row)
-  int cluster_min_tier = 0;              // smallest slice tried (cuda_launch.cuh kClusterTiers)
-  int cluster_waves = 1;
-  int stream_rows = 0;                   // register rows: the streamed persistent kernel
-  int stream_waves = 1;                  // its grid: co-resident blocks times this
-  int short_wide = 0;                    // short rows: fewer lanes per row, more vectors each                 // persistent grid: co-resident clusters times this
+  int cluster_min_tier = 0;              // smallest slice tried (cuda_launch.cuh ClusterTiers)
+  int short_wide = 1;                    // short rows: fewer lanes per row, more vectors each
 };
 
 struct CudaContext {

@@ -22,7 +22,6 @@
 #include "cluster_rows.cuh"
 #include "cuda_context.hpp"
 #include "register_shapes.hpp"
-#include "row_stream.hpp"
 
 namespace onorm {
 namespace cuda {
@@ -64,28 +63,10 @@ onorm_status launch_reg(const RowArgs& a0, cudaStream_t st, char* err, size_t er
   return ONORM_OK;
 }
 
-// The streamed variant (gpu/row_stream.hpp): a persistent grid of the co-resident blocks
-// (times ctx.info.stream_waves).
-template <int FAM, typename In, int TPR, int ITEMS, int BLOCK>
-onorm_status launch_stream(const CudaContext& ctx, const RowArgs& a, cudaStream_t st, char* err, size_t err_len) {
-  auto kern = gpu::rows_stream_kernel<FAM, In, kWarp, TPR, ITEMS, BLOCK>;
-  static std::atomic<int> per_sm{0};  // the kernel's resources, the same on every device of an arch
-  int bps = per_sm.load(std::memory_order_relaxed);
-  if (bps == 0) {
-    ONORM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kern, BLOCK, 0),
-                   "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    bps = std::max(bps, 1);
-    per_sm.store(bps, std::memory_order_relaxed);
-  }
-  constexpr int64_t kGpb = BLOCK / TPR;
-  const int64_t want = (a.rows + kGpb - 1) / kGpb;
-  const int64_t grid = std::min<int64_t>(want, int64_t(bps) * ctx.info.sms * ctx.info.stream_waves);
-  kern<<<unsigned(grid), BLOCK, 0, st>>>(a);
-  return check_launch("rows_stream_kernel launch", err, err_len);
-}
-
-// Shorter groups with more vectors per thread for short rows (measured beside the default
-// with ONLINENORM_CUDA_SHORT_WIDE=1; bench/cuda/NOTES.md).
+// Short rows on NVIDIA: half the lanes per row and twice the vectors per thread of the shared
+// lists (fewer shuffle levels and more bytes in flight per thread: f32 64-128 columns 82-88%
+// -> 93-98% of copy, bf16 64-128 63-76% -> 73-88% on an H200; bench/cuda/NOTES.md v5).
+// ONLINENORM_CUDA_SHORT_WIDE=0 takes the shared lists alone.
 #define ONORM_CUDA_WIDE_SHAPES_VEC4(TRY) \
   TRY(4, 2, 256, 1)     /* 32 */        \
   TRY(8, 2, 256, 1)     /* 64 */        \
@@ -95,8 +76,7 @@ onorm_status launch_stream(const CudaContext& ctx, const RowArgs& a, cudaStream_
   TRY(4, 1, 256, 1)     /* 32 */        \
   TRY(4, 2, 256, 1)     /* 64 */        \
   TRY(8, 2, 256, 1)     /* 128 */       \
-  TRY(16, 2, 256, 1)    /* 256 */       \
-  TRY(16, 4, 256, 1)    /* 512 */
+  TRY(16, 2, 256, 1)    /* 256 */
 
 template <int FAM, typename In>
 bool launch_registers(const CudaContext& ctx, const RowArgs& a, cudaStream_t st, char* err, size_t err_len,
@@ -106,8 +86,7 @@ bool launch_registers(const CudaContext& ctx, const RowArgs& a, cudaStream_t st,
   if (c > (V == 4 ? ctx.info.reg_max_cols_f32 : ctx.info.reg_max_cols_16)) return false;
 #define ONORM_TRY_CFG(TPR, ITEMS, BLOCK, RPG)                                              \
   if (c <= int64_t(TPR) * ITEMS * V) {                                                     \
-    status = ctx.info.stream_rows ? launch_stream<FAM, In, TPR, ITEMS, BLOCK>(ctx, a, st, err, err_len) \
-                                  : launch_reg<FAM, In, TPR, ITEMS, BLOCK, RPG>(a, st, err, err_len); \
+    status = launch_reg<FAM, In, TPR, ITEMS, BLOCK, RPG>(a, st, err, err_len);             \
     return true;                                                                           \
   }
   // (threads per row, vectors per thread, block, rows per group): gpu/register_shapes.hpp.
@@ -126,20 +105,28 @@ bool launch_registers(const CudaContext& ctx, const RowArgs& a, cudaStream_t st,
   return false;
 }
 
-// Cluster regime: slices from small to large, (BLOCK threads, E elements per thread); every
-// shape holds two slices per thread (the row being reduced and the next row's, in flight).
+// Cluster regime: slices from small to large, (BLOCK threads, E elements per thread), per
+// input width: f32 from 64 bytes per thread, 16-bit types from 32 elements (64 bytes; their
+// 16-element slices measured slower); no shape holds more than 32 elements per thread (64
+// cost up to 200 registers). The largest holds 16384 columns: 16 blocks take 262144.
 struct ClusterTier {
   int block, elems;
 };
-constexpr ClusterTier kClusterTiers[3] = {{256, 16}, {256, 32}, {512, 32}};
-constexpr int64_t cluster_tier_cols(int tier) { return int64_t(kClusterTiers[tier].block) * kClusterTiers[tier].elems; }
+template <typename In>
+struct ClusterTiers {
+  static constexpr int kCount = sizeof(In) == 4 ? 3 : 2;
+  static constexpr ClusterTier kTier[3] = {sizeof(In) == 4 ? ClusterTier{256, 16} : ClusterTier{256, 32},
+                                           sizeof(In) == 4 ? ClusterTier{256, 32} : ClusterTier{512, 32},
+                                           ClusterTier{512, 32}};
+  static constexpr int64_t cols(int t) { return int64_t(kTier[t].block) * kTier[t].elems; }
+};
 
 template <int OP, typename In, int TIER>
-onorm_status launch_cluster_tier(const CudaContext& ctx, const RowArgs& a, int K, cudaStream_t st, char* err,
-                                 size_t err_len, bool& launched) {
+onorm_status launch_cluster_tier(const RowArgs& a, int K, cudaStream_t st, char* err, size_t err_len,
+                                 bool& launched) {
   constexpr int64_t V = gpu::io<In>::kVec;
-  constexpr int kBlock = kClusterTiers[TIER].block;
-  constexpr int kItems = kClusterTiers[TIER].elems / int(V);
+  constexpr int kBlock = ClusterTiers<In>::kTier[TIER].block;
+  constexpr int kItems = ClusterTiers<In>::kTier[TIER].elems / int(V);
   auto kern = cluster_rows_kernel<OP, In, kWarp, kItems, kBlock>;
   cudaLaunchConfig_t cfg{};
   cudaLaunchAttribute attr[1];
@@ -151,42 +138,47 @@ onorm_status launch_cluster_tier(const CudaContext& ctx, const RowArgs& a, int K
   cfg.stream = st;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  cfg.gridDim = dim3(unsigned(K) * unsigned(ctx.info.sms));
-  if (K > 8)  // beyond the portable cluster size
+  const int64_t max_rows = int64_t(0x7fffffff) / K;
+  cfg.gridDim = dim3(unsigned(std::min(max_rows, a.rows) * K));
+  if (K > 8) {  // beyond the portable cluster size: ask for it, and check that one fits
     ONORM_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                    "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess || clusters < 1) {
-    cudaGetLastError();  // not an error of the request: the caller takes another regime
-    launched = false;
-    return ONORM_OK;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess || clusters < 1) {
+      cudaGetLastError();  // not an error of the request: the caller takes another regime
+      launched = false;
+      return ONORM_OK;
+    }
   }
   launched = true;
-  // Persistent: the co-resident clusters (times ctx.info.cluster_waves) walk the rows.
-  const int64_t grid_clusters = std::min<int64_t>(a.rows, int64_t(clusters) * ctx.info.cluster_waves);
-  cfg.gridDim = dim3(unsigned(grid_clusters * K));
   gpu::SplitArgs s{};
   s.chunks = K;
   s.chunk = ((a.cols + K - 1) / K + V - 1) / V * V;
-  ONORM_CUDA_TRY(cudaLaunchKernelEx(&cfg, kern, a, s), "cluster launch");
+  for (int64_t r0 = 0; r0 < a.rows; r0 += max_rows) {
+    s.row0 = r0;
+    cfg.gridDim = dim3(unsigned(std::min(max_rows, a.rows - r0) * K));
+    ONORM_CUDA_TRY(cudaLaunchKernelEx(&cfg, kern, a, s), "cluster launch");
+  }
   return ONORM_OK;
 }
 
-// Takes rows of cluster_min_cols to 16 slices of the largest tier on devices with clusters:
-// the smallest slice whose cluster size K fits cluster_max. (A slice is at most a vector
-// longer than the row's share and slices hold >= 4096 columns, so no block is empty.)
+// Takes rows from cluster_min_cols (per input width) to 16 slices of the largest tier on
+// devices with clusters: the smallest slice whose cluster size K fits cluster_max. (A slice is
+// at most a vector longer than the row's share and holds >= 4096 columns: no block is empty.)
 template <int OP, typename In>
 bool launch_cluster(const CudaContext& ctx, const RowArgs& a, cudaStream_t st, char* err, size_t err_len,
                     onorm_status& status) {
-  if (!ctx.info.cluster || a.cols < ctx.info.cluster_min_cols) return false;
-  for (int tier = ctx.info.cluster_min_tier; tier < 3; ++tier) {
-    const int64_t K = (a.cols + cluster_tier_cols(tier) - 1) / cluster_tier_cols(tier);
+  using T = ClusterTiers<In>;
+  const int64_t min_cols = sizeof(In) == 4 ? ctx.info.cluster_min_cols_f32 : ctx.info.cluster_min_cols_16;
+  if (!ctx.info.cluster || a.cols < min_cols) return false;
+  for (int tier = std::min(ctx.info.cluster_min_tier, T::kCount - 1); tier < T::kCount; ++tier) {
+    const int64_t K = (a.cols + T::cols(tier) - 1) / T::cols(tier);
     if (K > ctx.info.cluster_max) continue;
     bool launched = false;
     switch (tier) {
-      case 0: status = launch_cluster_tier<OP, In, 0>(ctx, a, int(K), st, err, err_len, launched); break;
-      case 1: status = launch_cluster_tier<OP, In, 1>(ctx, a, int(K), st, err, err_len, launched); break;
-      default: status = launch_cluster_tier<OP, In, 2>(ctx, a, int(K), st, err, err_len, launched); break;
+      case 0: status = launch_cluster_tier<OP, In, 0>(a, int(K), st, err, err_len, launched); break;
+      case 1: status = launch_cluster_tier<OP, In, 1>(a, int(K), st, err, err_len, launched); break;
+      default: status = launch_cluster_tier<OP, In, T::kCount - 1>(a, int(K), st, err, err_len, launched); break;
     }
     if (status != ONORM_OK || launched) return true;
   }

@@ -92,13 +92,12 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
     if (b >= 4096 && b <= cap) ctx->info.staged_chunk_bytes = b / 16 * 16;
   }
   // Clusters: ONLINENORM_CUDA_CLUSTER=0 turns the cluster regime off; _MIN_COLS, _MAX (blocks
-  // per cluster, 1..16), _TIER (smallest slice tried, 0..2) and _WAVES (grid size in co-resident
-  // clusters) tune it (bench/cuda/NOTES.md).
+  // per cluster, 1..16) and _TIER (smallest slice tried, 0..2) tune it (bench/cuda/NOTES.md).
   ctx->info.cluster = prop.major >= 9;
   if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER")) ctx->info.cluster &= std::atoi(v) != 0;
   if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_MIN_COLS")) {
     const long long n = std::atoll(v);
-    if (n >= 1) ctx->info.cluster_min_cols = n;
+    if (n >= 1) ctx->info.cluster_min_cols_f32 = ctx->info.cluster_min_cols_16 = n;
   }
   if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_MAX")) {
     const int n = std::atoi(v);
@@ -108,17 +107,7 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
     const int n = std::atoi(v);
     if (n >= 0 && n <= 2) ctx->info.cluster_min_tier = n;
   }
-  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_WAVES")) {
-    const int n = std::atoi(v);
-    if (n >= 1 && n <= 64) ctx->info.cluster_waves = n;
-  }
-  // ONLINENORM_CUDA_STREAM=1|0 (+ _STREAM_WAVES): register rows through rows_stream_kernel;
-  // ONLINENORM_CUDA_SHORT_WIDE=1|0: the wide short-row shapes (cuda_launch.cuh).
-  if (const char* v = std::getenv("ONLINENORM_CUDA_STREAM")) ctx->info.stream_rows = std::atoi(v) != 0;
-  if (const char* v = std::getenv("ONLINENORM_CUDA_STREAM_WAVES")) {
-    const int n = std::atoi(v);
-    if (n >= 1 && n <= 64) ctx->info.stream_waves = n;
-  }
+  // ONLINENORM_CUDA_SHORT_WIDE=0|1: the wide short-row shapes (cuda_launch.cuh).
   if (const char* v = std::getenv("ONLINENORM_CUDA_SHORT_WIDE")) ctx->info.short_wide = std::atoi(v) != 0;
   const cudaError_t e = cudaEventCreateWithFlags(&ctx->ws_event, cudaEventDisableTiming);
   if (e != cudaSuccess) {
