@@ -16,6 +16,23 @@
 namespace onorm {
 namespace cuda {
 
+// The norm finish reads gamma (and beta) after the cluster barrier: ask for this thread's
+// lines now, so that they arrive during the reductions and the barrier.
+template <typename In, int ITEMS, int BLOCK>
+__device__ __forceinline__ void prefetch_norm_params(const gpu::RowArgs& a, int64_t col0, int n, int lane) {
+  constexpr int VEC = gpu::io<In>::kVec;
+  const In* g = static_cast<const In*>(a.gamma);
+  const In* b = static_cast<const In*>(a.beta);
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int c = (lane + i * BLOCK) * VEC;
+    if (c < n) {
+      if (g) asm volatile("prefetch.global.L1 [%0];" ::"l"(g + col0 + c));
+      if (b) asm volatile("prefetch.global.L1 [%0];" ::"l"(b + col0 + c));
+    }
+  }
+}
+
 // grid.x = rows of this launch * K, cluster (K, 1, 1); s.chunk = columns per slice (a multiple
 // of the vector width), s.chunks = K, s.row0 = the launch's first row.
 template <int OP, typename In, int WARP, int ITEMS, int BLOCK>
@@ -38,6 +55,7 @@ __global__ void __launch_bounds__(BLOCK) cluster_rows_kernel(gpu::RowArgs a, gpu
   float v[E];
   gpu::load_items<In, ITEMS, BLOCK>(static_cast<const In*>(a.x) + row * a.xs + col0, n, lane, v, a.x_vec != 0,
                                     kPad);
+  if constexpr (OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm) prefetch_norm_params<In, ITEMS, BLOCK>(a, col0, n, lane);
   float m_c = 0.0f;
   const S mine = gpu::slice_state<OP, In, WARP, ITEMS, BLOCK>(v, n, lane, scratch.f, m_c);
   if (threadIdx.x == 0) published = mine;

@@ -6,9 +6,9 @@
 //                  many rows per block, rows in registers;
 //   cols <= reg_max_cols (f32 16384 / 16-bit 4096; ONLINENORM_CUDA_REG_MAX_COLS overrides):
 //                  a block per row, the row in registers;
-//   cluster_min_cols < cols <= 16 slices (sm_90+): cluster_rows_kernel, the row split over a
-//                  thread-block cluster of K <= 16 blocks, in registers, states merged through
-//                  distributed shared memory (the smallest slice size whose K fits);
+//   f32 16384 / 16-bit 32768 <= cols <= 16 slices (f32 262144, 16-bit 131072; sm_90+):
+//                  cluster_rows_kernel, the row split over a thread-block cluster of K <= 16
+//                  blocks, in registers, states merged through distributed shared memory;
 //   longer:        staged_kernel: the row (or chunks of staged_chunk_bytes) in shared memory,
 //                  a persistent grid with the next chunk's copy in flight; K > 1 chunks per
 //                  row merge across a co-resident group (cooperative launch). Rows whose
@@ -17,7 +17,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 
 #include "cluster_rows.cuh"
 #include "cuda_context.hpp"
@@ -105,19 +104,18 @@ bool launch_registers(const CudaContext& ctx, const RowArgs& a, cudaStream_t st,
   return false;
 }
 
-// Cluster regime: slices from small to large, (BLOCK threads, E elements per thread), per
-// input width: f32 from 64 bytes per thread, 16-bit types from 32 elements (64 bytes; their
-// 16-element slices measured slower); no shape holds more than 32 elements per thread (64
-// cost up to 200 registers). The largest holds 16384 columns: 16 blocks take 262144.
+// Cluster regime: slices from small to large, (BLOCK threads, E elements per thread): 32
+// elements (128 bytes of f32, 64 of bf16) per thread, then twice the threads. Measured on an
+// H200 (bench/cuda/NOTES.md v5): 16 f32 elements per thread were slower from 16384 columns on,
+// 64 per thread cost up to 200 registers, and 16-bit rows of 16 slices of 512 threads (262144
+// columns) lost to the staged schedule, so 16-bit rows stop at 16 x 8192 columns.
 struct ClusterTier {
   int block, elems;
 };
 template <typename In>
 struct ClusterTiers {
-  static constexpr int kCount = sizeof(In) == 4 ? 3 : 2;
-  static constexpr ClusterTier kTier[3] = {sizeof(In) == 4 ? ClusterTier{256, 16} : ClusterTier{256, 32},
-                                           sizeof(In) == 4 ? ClusterTier{256, 32} : ClusterTier{512, 32},
-                                           ClusterTier{512, 32}};
+  static constexpr int kCount = sizeof(In) == 4 ? 2 : 1;
+  static constexpr ClusterTier kTier[2] = {ClusterTier{256, 32}, ClusterTier{512, 32}};
   static constexpr int64_t cols(int t) { return int64_t(kTier[t].block) * kTier[t].elems; }
 };
 
@@ -164,7 +162,7 @@ onorm_status launch_cluster_tier(const RowArgs& a, int K, cudaStream_t st, char*
 
 // Takes rows from cluster_min_cols (per input width) to 16 slices of the largest tier on
 // devices with clusters: the smallest slice whose cluster size K fits cluster_max. (A slice is
-// at most a vector longer than the row's share and holds >= 4096 columns: no block is empty.)
+// at most a vector longer than the row's share and holds >= 8192 columns: no block is empty.)
 template <int OP, typename In>
 bool launch_cluster(const CudaContext& ctx, const RowArgs& a, cudaStream_t st, char* err, size_t err_len,
                     onorm_status& status) {
@@ -175,11 +173,8 @@ bool launch_cluster(const CudaContext& ctx, const RowArgs& a, cudaStream_t st, c
     const int64_t K = (a.cols + T::cols(tier) - 1) / T::cols(tier);
     if (K > ctx.info.cluster_max) continue;
     bool launched = false;
-    switch (tier) {
-      case 0: status = launch_cluster_tier<OP, In, 0>(a, int(K), st, err, err_len, launched); break;
-      case 1: status = launch_cluster_tier<OP, In, 1>(a, int(K), st, err, err_len, launched); break;
-      default: status = launch_cluster_tier<OP, In, T::kCount - 1>(a, int(K), st, err, err_len, launched); break;
-    }
+    if (tier == 0) status = launch_cluster_tier<OP, In, 0>(a, int(K), st, err, err_len, launched);
+    else status = launch_cluster_tier<OP, In, T::kCount - 1>(a, int(K), st, err, err_len, launched);
     if (status != ONORM_OK || launched) return true;
   }
   return false;

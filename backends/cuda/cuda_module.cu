@@ -92,7 +92,7 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
     if (b >= 4096 && b <= cap) ctx->info.staged_chunk_bytes = b / 16 * 16;
   }
   // Clusters: ONLINENORM_CUDA_CLUSTER=0 turns the cluster regime off; _MIN_COLS, _MAX (blocks
-  // per cluster, 1..16) and _TIER (smallest slice tried, 0..2) tune it (bench/cuda/NOTES.md).
+  // per cluster, 1..16) and _TIER (smallest slice tried, 0..1) tune it (bench/cuda/NOTES.md).
   ctx->info.cluster = prop.major >= 9;
   if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER")) ctx->info.cluster &= std::atoi(v) != 0;
   if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_MIN_COLS")) {
@@ -105,7 +105,7 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   }
   if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_TIER")) {
     const int n = std::atoi(v);
-    if (n >= 0 && n <= 2) ctx->info.cluster_min_tier = n;
+    if (n >= 0 && n <= 1) ctx->info.cluster_min_tier = n;
   }
   // ONLINENORM_CUDA_SHORT_WIDE=0|1: the wide short-row shapes (cuda_launch.cuh).
   if (const char* v = std::getenv("ONLINENORM_CUDA_SHORT_WIDE")) ctx->info.short_wide = std::atoi(v) != 0;
