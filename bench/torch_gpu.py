@@ -59,16 +59,16 @@ def write_table(rows_out, onorm_csv, dev, md):
              "of the same bytes in the same process (onorm: cudaMemcpyAsync; torch: Tensor.copy_).", "",
              "| op | dtype | cols | rows | onorm TB/s | onorm % copy | eager TB/s | compile TB/s | x eager | x compile |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows_out:
-        o = ours.get((r["op"], r["dtype"], int(r["cols"])))
-        if not o:
-            continue
+    theirs = {(r["op"], r["dtype"], int(r["cols"])): r for r in rows_out}
+    for key, o in ours.items():  # every onorm case; torch columns n/a where torch did not run
+        r = theirs.get(key)
         ot = float(o["tbps"])
-        et = float(r["eager_tbps"])
-        ct = float(r["compile_tbps"]) if r.get("compile_tbps") not in (None, "") else None
-        lines.append(f"| {r['op']} | {r['dtype']} | {r['cols']} | {r['rows']} | {ot:.2f} | {float(o['pct_copy']):.0f}% "
-                     f"| {et:.2f} | {'n/a' if ct is None else f'{ct:.2f}'} | {ot / et:.2f} | "
-                     f"{'-' if ct is None else f'{ot / ct:.2f}'} |")
+        et = float(r["eager_tbps"]) if r and r.get("eager_tbps") not in (None, "") else None
+        ct = float(r["compile_tbps"]) if r and r.get("compile_tbps") not in (None, "") else None
+        f2 = lambda v: "n/a" if v is None else f"{v:.2f}"
+        ratio = lambda v: "-" if v is None else f"{ot / v:.2f}"
+        lines.append(f"| {o['op']} | {o['dtype']} | {o['cols']} | {o['rows']} | {ot:.2f} | {float(o['pct_copy']):.0f}% "
+                     f"| {f2(et)} | {f2(ct)} | {ratio(et)} | {ratio(ct)} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if md:
@@ -88,7 +88,8 @@ def main():
     if args.merge:
         with open(args.merge) as f:
             rows_out = list(csv.DictReader(f))
-        write_table(rows_out, args.onorm_csv, rows_out[0]["device"] if rows_out else "?", args.md)
+        dev = rows_out[0]["device"] if rows_out else "?"
+        write_table(rows_out, args.onorm_csv, dev, args.md)
         return
 
     import torch
@@ -112,6 +113,12 @@ def main():
 
     rows_out = []
     t_start = time.time()
+    keys = ["device", "op", "dtype", "cols", "rows", "copy_tbps", "eager_ms", "eager_tbps", "compile_ms", "compile_tbps"]
+    # Rows are written as they are measured: a run stopped by a time limit keeps what it did.
+    out_f = open(args.csv, "w", newline="") if args.csv and not args.warm else None
+    wr = csv.DictWriter(out_f, fieldnames=keys, extrasaction="ignore") if out_f else None
+    if wr:
+        wr.writeheader()
     for dt in ("f32", "bf16"):
         for cols in WIDTHS:
             x, w, b, rows, nbytes = tensors(dt, cols)
@@ -133,6 +140,9 @@ def main():
                     rec[name + "_ms"] = ms
                     rec[name + "_tbps"] = 2 * nbytes / (ms * 1e-3) / 1e12
                 rows_out.append(rec)
+                if wr:
+                    wr.writerow(rec)
+                    out_f.flush()
                 print(f"{op:12s} {dt:5s} {cols:8d} copy {copy_tbps:.3f} eager {rec['eager_tbps']:.3f}"
                       + (f" compile {rec['compile_tbps']:.3f}" if "compile_tbps" in rec else ""), flush=True)
             del x, y, w, b
@@ -140,13 +150,8 @@ def main():
     print(f"torch_gpu: {time.time() - t_start:.0f} s", file=sys.stderr)
     if args.warm:
         return
-    if args.csv:
-        keys = ["device", "op", "dtype", "cols", "rows", "copy_tbps", "eager_ms", "eager_tbps", "compile_ms", "compile_tbps"]
-        with open(args.csv, "w", newline="") as f:
-            wr = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
-            wr.writeheader()
-            for r in rows_out:
-                wr.writerow(r)
+    if out_f:
+        out_f.close()
     if args.onorm_csv and os.path.exists(args.onorm_csv):
         write_table(rows_out, args.onorm_csv, dev, args.md)
 
