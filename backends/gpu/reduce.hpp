@@ -1,5 +1,5 @@
 // Group, warp and block all-reductions, templated on the warp width and on the operator
-// (float add / NaN-keeping max, or a core state's combine). Every reduction is a fixed tree:
+// (float or double add / NaN-keeping max, or a core state's combine). Every reduction is a fixed tree:
 // the same inputs give bitwise the same result run after run, and every lane of a group ends
 // with the same bits (state combines are applied in lane order, low lane on the left).
 #pragma once
@@ -16,6 +16,8 @@ namespace gpu {
 
 struct AddOp {
   ONORM_DEV float operator()(float a, float b) const { return a + b; }
+  // Double: the statistics of norm rows whose float sums overflow (row_kernels.hpp).
+  ONORM_DEV double operator()(double a, double b) const { return a + b; }
 };
 struct MaxOp {
   ONORM_DEV float operator()(float a, float b) const { return core::nan_max(a, b); }
@@ -23,6 +25,7 @@ struct MaxOp {
 
 // Shuffles of the core states, field by field.
 ONORM_DEV float shfl_state(float v, int m, int w) { return shim::shfl_xor(v, m, w); }
+ONORM_DEV double shfl_state(double v, int m, int w) { return shim::shfl_xor(v, m, w); }
 ONORM_DEV core::MaxSum<float> shfl_state(const core::MaxSum<float>& s, int m, int w) {
   return core::MaxSum<float>{shim::shfl_xor(s.m, m, w), shim::shfl_xor(s.d, m, w)};
 }

@@ -10,7 +10,10 @@
 //      co-resident grid take split_chunk_kernel (stats) + merge_states_kernel (fixed tree) +
 //      split_chunk_kernel (finish): read twice, in row batches the host sizes to the L2.
 // Accumulation is float for every dtype; special values follow the core algebra (API.md);
-// every reduction is a fixed tree, so results are bitwise reproducible.
+// every reduction is a fixed tree, so results are bitwise reproducible. Norm rows whose float
+// sums overflow (finite |x| beyond ~1e19, or the f32 sum itself near FLT_MAX) get their mean
+// and rstd again in double (rows_norm_f64, row_norm_stats), as the CPU backend does: finite
+// inputs never overflow inside (API.md). The finish stays float.
 #pragma once
 
 #include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
@@ -148,6 +151,143 @@ ONORM_DEV float sq_dev_items(const float* v, int n, int lane, float mean) {
   return q;
 }
 
+// Norm statistics that overflowed float. A merged state is checked as the CPU backend checks
+// it (backends/cpu/kernels.hpp final_of): LayerNorm !isfinite(m2 + mean), RMSNorm !isfinite(s).
+// Rows holding inf or NaN take the double path too; it gives them the same non-finite
+// statistics (and so the same outputs) as float. The test is on the bits: fast-math safe.
+ONORM_DEV bool finite_f32(float x) { return (core::bits_of(x) & 0x7f800000u) != 0x7f800000u; }
+ONORM_DEV bool stats_overflowed(const core::Welford<float>& s) { return !finite_f32(s.m2 + s.mean); }
+ONORM_DEV bool stats_overflowed(const core::SumSq<float>& s) { return !finite_f32(s.s); }
+
+// rstd = 1 / sqrt(m2 / n + eps), in double, rounded once to float.
+ONORM_DEV float rstd_f64(double m2, int64_t n, float eps) {
+  return static_cast<float>(1.0 / core::sqrt_of(m2 / static_cast<double>(n) + static_cast<double>(eps)));
+}
+
+// The mean and rstd of the row x[0, n) in double, read again from global memory (two passes:
+// the mean, then the squared deviations; RMSNorm: the squares). The rare path of rows whose
+// float statistics overflowed: correctness, not speed. Every thread of the block must call it
+// (block reductions with barriers): callers decide on a block-uniform state. Its own shared
+// array (BLOCK / WARP doubles; split_chunk's StateScratch is not assumed free or large
+// enough). Fixed per-thread order (thread t sums columns t, t + BLOCK, ...) and a fixed tree:
+// every block that recomputes one row (each chunk of a split row does) gets the same bits.
+// Not inlined: inlined into staged_kernel it cost the hot path registers and spills (ptxas,
+// sm_90a); as a call the float paths keep (about) their allocation.
+// In place (y == x): a row held by one block (staged K == 1) is read whole before that block
+// writes it, but a row split over blocks (two-read finish, cooperative staged) may already be
+// partly overwritten by the other chunks' blocks when it is read again here: that case (in
+// place, split row, overflowing sums) is not handled.
+struct NormStats {
+  float mean, rstd;
+};
+template <typename In, int WARP, int BLOCK>
+__device__ __noinline__ NormStats row_stats_f64(const In* x, int64_t n, float eps, bool rms) {
+  __shared__ double red[BLOCK / WARP];
+  double md = 0.0;
+  if (!rms) {
+    double t = 0.0;
+    for (int64_t i = threadIdx.x; i < n; i += BLOCK) t += static_cast<double>(io<In>::load1(x + i));
+    md = block_allreduce<WARP, BLOCK>(t, red, AddOp{}) / static_cast<double>(n);
+  }
+  double q = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += BLOCK) {
+    const double d = static_cast<double>(io<In>::load1(x + i)) - md;
+    q += d * d;
+  }
+  q = block_allreduce<WARP, BLOCK>(q, red, AddOp{});
+  return NormStats{static_cast<float>(md), rstd_f64(q, n, eps)};
+}
+
+// The mean (0 for RMSNorm) and rstd of a row from its merged state `fin`, which must be the
+// same in every thread of the block (the decision to recompute is then block-uniform).
+template <int OP, typename In, int WARP, int BLOCK, typename S>
+ONORM_DEV void row_norm_stats(const RowArgs& a, int64_t row, const S& fin, float& mean, float& rstd) {
+  if (stats_overflowed(fin)) {
+    const NormStats r =
+        row_stats_f64<In, WARP, BLOCK>(static_cast<const In*>(a.x) + row * a.xs, a.cols, a.eps, OP == kOpRmsNorm);
+    mean = r.mean;
+    rstd = r.rstd;
+    return;
+  }
+  rstd = fin.rstd(a.eps);
+  mean = 0.0f;
+  if constexpr (OP == kOpLayerNorm) mean = fin.mean;
+}
+
+// rows_kernel's fallback: the rows k whose float statistics (mean[k], q[k] = M2 or the sum of
+// squares) overflowed get mean[k] and rstd[k] again in double, from the register-held values
+// (their conversion to double is exact), two passes, reduced over the row's TPR lanes in the
+// same fixed trees as the float path (deterministic). Every lane of the warp takes part in
+// every shuffle: the decision is made warp-uniform (TPR < WARP: several row groups share a
+// warp and may disagree; their flags are or-ed over the warp) or is block-uniform already
+// (TPR == WARP: one group per warp; TPR == BLOCK: every thread holds the row's statistics).
+// Rows that did not overflow keep their float results (bitwise unchanged).
+template <typename In, int WARP, int TPR, int ITEMS, int BLOCK, int RPG>
+ONORM_DEV void rows_norm_f64(const float (*v)[ITEMS * io<In>::kVec], const int* n, int lane, bool rms, float eps,
+                             const float* q, float* mean, float* rstd) {
+  constexpr int VEC = io<In>::kVec;
+  bool ovf[RPG];
+  bool any = false;
+#pragma unroll
+  for (int k = 0; k < RPG; ++k) {
+    // Inactive groups (n == 0, mean 0 / 0) never count.
+    ovf[k] = n[k] > 0 && !finite_f32(rms ? q[k] : q[k] + mean[k]);
+    any = any || ovf[k];
+  }
+  if constexpr (TPR < WARP) {
+    // The flag is uniform within a group; a butterfly over the group bits of the lane index
+    // gives every lane the count of the warp's groups that overflowed (small integers: exact).
+    float f = any ? 1.0f : 0.0f;
+#pragma unroll
+    for (int o = WARP / 2; o >= TPR; o >>= 1) f += shim::shfl_xor(f, o, WARP);
+    any = f != 0.0f;
+  }
+  if (!any) return;  // warp-uniform (block-uniform for TPR == BLOCK)
+  __shared__ double red[TPR > WARP ? BLOCK / WARP : 1];
+  double md[RPG], qd[RPG];
+#pragma unroll
+  for (int k = 0; k < RPG; ++k) {
+    double t = 0.0;
+    if (!rms) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const int c = (lane + i * TPR) * VEC;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) t += c + j < n[k] ? static_cast<double>(v[k][i * VEC + j]) : 0.0;
+      }
+    }
+    md[k] = t;
+  }
+  if (!rms) {
+#pragma unroll
+    for (int k = 0; k < RPG; ++k)
+      md[k] = row_allreduce<WARP, TPR, BLOCK>(md[k], lane, red, AddOp{}) / static_cast<double>(n[k] > 0 ? n[k] : 1);
+  }
+#pragma unroll
+  for (int k = 0; k < RPG; ++k) {
+    double t = 0.0;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      const int c = (lane + i * TPR) * VEC;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const double d = static_cast<double>(v[k][i * VEC + j]) - md[k];
+        t += c + j < n[k] ? d * d : 0.0;
+      }
+    }
+    qd[k] = t;
+  }
+#pragma unroll
+  for (int k = 0; k < RPG; ++k) qd[k] = row_allreduce<WARP, TPR, BLOCK>(qd[k], lane, red, AddOp{});
+#pragma unroll
+  for (int k = 0; k < RPG; ++k) {
+    if (ovf[k]) {
+      mean[k] = static_cast<float>(md[k]);
+      rstd[k] = rstd_f64(qd[k], n[k], eps);
+    }
+  }
+}
+
 // ------------------------------------------------------------------ regimes (a) and (b)
 // Each group of TPR lanes handles RPG rows (rows base + k * groups_per_block), all loaded
 // before any is reduced, so that more bytes are in flight per thread for short rows.
@@ -236,15 +376,20 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<FAM, In, ITEMS, BLOCK,
     for (int k = 0; k < RPG; ++k) q[k] = sq_dev_items<In, ITEMS, TPR>(v[k], n[k], lane, mean[k]);
 #pragma unroll
     for (int k = 0; k < RPG; ++k) q[k] = row_allreduce<WARP, TPR, BLOCK>(q[k], lane, scratch, AddOp{});
+    float rstd[RPG];
+#pragma unroll
+    for (int k = 0; k < RPG; ++k)
+      rstd[k] = rms ? core::SumSq<float>::of(n[k], q[k]).rstd(a.eps)
+                    : core::Welford<float>::of(n[k], mean[k], q[k]).rstd(a.eps);
+    // Rows whose float sums overflowed: mean and rstd again in double (every lane calls it).
+    rows_norm_f64<In, WARP, TPR, ITEMS, BLOCK, RPG>(v, n, lane, rms, a.eps, q, mean, rstd);
 #pragma unroll
     for (int k = 0; k < RPG; ++k) {
-      const float rstd = rms ? core::SumSq<float>::of(n[k], q[k]).rstd(a.eps)
-                             : core::Welford<float>::of(n[k], mean[k], q[k]).rstd(a.eps);
       if (n[k] > 0 && lane == 0) {
         if (a.mean && !rms) a.mean[rr[k]] = mean[k];
-        if (a.rstd) a.rstd[rr[k]] = rstd;
+        if (a.rstd) a.rstd[rr[k]] = rstd[k];
       }
-      norm_finish_items<In, ITEMS, TPR>(a, 0, n[k], lane, v[k], rms, mean[k], rstd);
+      norm_finish_items<In, ITEMS, TPR>(a, 0, n[k], lane, v[k], rms, mean[k], rstd[k]);
     }
   }
 #pragma unroll
@@ -318,9 +463,10 @@ ONORM_DEV void split_chunk(const RowArgs& a, const SplitArgs& s, int64_t row, in
 #pragma unroll
       for (int e = 0; e < E; ++e) v[e] = dead ? kNegInf : (v[e] - fin.m) - lnd;
     } else {
-      const float rstd = fin.rstd(a.eps);
-      float mean = 0.0f;
-      if constexpr (OP == kOpLayerNorm) mean = fin.mean;
+      // fin is the same in every thread of the block (row_state's contract): an overflowed
+      // row is read again in double by every block of the row, block-uniformly.
+      float mean, rstd;
+      row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
       if (chunk == 0 && lane == 0) {
         if (a.mean && OP == kOpLayerNorm) a.mean[row] = mean;
         if (a.rstd) a.rstd[row] = rstd;
@@ -390,9 +536,10 @@ ONORM_DEV void smem_vec(const In* c, int i, int n, float pad, float* o) {
   }
 }
 
+// Norms: mean (LayerNorm) and rstd are the row's, from row_norm_stats (staged_output_any).
 template <int OP, typename In, typename Out, int BLOCK, typename S>
 ONORM_DEV void staged_output(const RowArgs& a, const In* c, int n, int64_t row, int64_t col0, const S& fin,
-                             float m_c) {
+                             float m_c, float mean, float rstd) {
   constexpr int VEC = io<In>::kVec;
   Out* y = static_cast<Out*>(a.y) + row * a.ys + col0;
   const bool yal = a.y_vec != 0;
@@ -422,9 +569,6 @@ ONORM_DEV void staged_output(const RowArgs& a, const In* c, int n, int64_t row, 
     }
   } else {
     constexpr bool kRms = OP == kOpRmsNorm;
-    const float rstd = fin.rstd(a.eps);
-    float mean = 0.0f;
-    if constexpr (!kRms) mean = fin.mean;
     if (col0 == 0 && threadIdx.x == 0) {
       if (a.mean && !kRms) a.mean[row] = mean;
       if (a.rstd) a.rstd[row] = rstd;
@@ -510,13 +654,17 @@ ONORM_DEV S staged_stats(const In* c, int n, StateScratch<S>& scratch, float& m_
   }
 }
 
-template <int OP, typename In, int BLOCK, typename S>
+// Every thread of the block calls it with the same fin (norms: an overflowed row is read again
+// from global memory in double, with block reductions: row_norm_stats).
+template <int OP, typename In, int WARP, int BLOCK, typename S>
 ONORM_DEV void staged_output_any(const RowArgs& a, const In* c, int n, int64_t row, int64_t col0, const S& fin,
                                  float m_c) {
+  float mean = 0.0f, rstd = 0.0f;
+  if constexpr (OP == kOpLayerNorm || OP == kOpRmsNorm) row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
   switch (a.out_dtype) {
-    case kF32: staged_output<OP, In, float, BLOCK>(a, c, n, row, col0, fin, m_c); break;
-    case kF16: staged_output<OP, In, core::f16_bits, BLOCK>(a, c, n, row, col0, fin, m_c); break;
-    default: staged_output<OP, In, core::bf16_bits, BLOCK>(a, c, n, row, col0, fin, m_c); break;
+    case kF32: staged_output<OP, In, float, BLOCK>(a, c, n, row, col0, fin, m_c, mean, rstd); break;
+    case kF16: staged_output<OP, In, core::f16_bits, BLOCK>(a, c, n, row, col0, fin, m_c, mean, rstd); break;
+    default: staged_output<OP, In, core::bf16_bits, BLOCK>(a, c, n, row, col0, fin, m_c, mean, rstd); break;
   }
 }
 
@@ -571,7 +719,7 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
       float m_c = 0.0f;
       const S st = staged_stats<OP, In, WARP, BLOCK>(c, n, scratch, m_c);
       const S fin = K > 1 ? coop_merge<WARP, BLOCK>(st, entries, round, s.epoch, first, K, 2, scratch.s) : st;
-      staged_output_any<OP, In, BLOCK>(a, c, n, row, col0, fin, m_c);
+      staged_output_any<OP, In, WARP, BLOCK>(a, c, n, row, col0, fin, m_c);
       shim::sync_threads();  // this buffer is refilled next round
       stage ^= 1;
     }
@@ -591,8 +739,8 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
     coop_publish(st, entries, round, s.epoch, 4);
     if (round > 0) {
       const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch.s);
-      staged_output_any<OP, In, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n, row - s.groups, col0, fin,
-                                       prev_m);
+      staged_output_any<OP, In, WARP, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n, row - s.groups, col0,
+                                             fin, prev_m);
     }
     prev_m = m_c;
     shim::sync_threads();  // buffer (round - 1) % 3 is free
@@ -600,8 +748,8 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
   }
   if (round > 0) {
     const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch.s);
-    staged_output_any<OP, In, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n, row0 + (round - 1) * s.groups,
-                                     col0, fin, prev_m);
+    staged_output_any<OP, In, WARP, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n,
+                                           row0 + (round - 1) * s.groups, col0, fin, prev_m);
   }
 }
 

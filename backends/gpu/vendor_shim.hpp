@@ -3,7 +3,7 @@
 //
 // What a vendor branch must provide (namespace onorm::gpu::shim):
 //   ONORM_DEV                       __device__ __forceinline__
-//   shfl_xor(v, lane_mask, width)   butterfly shuffle of float / int64_t within groups of `width`
+//   shfl_xor(v, lane_mask, width)   butterfly shuffle of float / double / int64_t within groups of `width`
 //                                   lanes (width a power of two <= the warp width); every lane
 //                                   of the warp calls it (full mask on CUDA).
 //   ex2_approx(x)                   2^x, at most ~2 ulp relative error for results in the normal
@@ -54,6 +54,7 @@ using Vec16 = uint4;
 #define ONORM_HIP_SHFL_XOR(v, m, w) __shfl_xor((v), (m), (w))
 #endif
 ONORM_DEV float shfl_xor(float v, int m, int w) { return ONORM_HIP_SHFL_XOR(v, m, w); }
+ONORM_DEV double shfl_xor(double v, int m, int w) { return ONORM_HIP_SHFL_XOR(v, m, w); }
 ONORM_DEV int64_t shfl_xor(int64_t v, int m, int w) {
   return static_cast<int64_t>(ONORM_HIP_SHFL_XOR(static_cast<long long>(v), m, w));
 }
@@ -91,6 +92,7 @@ namespace gpu {
 namespace shim {
 using Vec16 = uint4;
 ONORM_DEV float shfl_xor(float v, int m, int w) { return __shfl_xor_sync(0xffffffffu, v, m, w); }
+ONORM_DEV double shfl_xor(double v, int m, int w) { return __shfl_xor_sync(0xffffffffu, v, m, w); }
 ONORM_DEV int64_t shfl_xor(int64_t v, int m, int w) {
   return static_cast<int64_t>(__shfl_xor_sync(0xffffffffu, static_cast<long long>(v), m, w));
 }

@@ -34,6 +34,7 @@ inline uint64_t full_warp_mask() {
   return ::onorm_sim::warp_size() >= 64 ? ~uint64_t(0) : (uint64_t(1) << ::onorm_sim::warp_size()) - 1;
 }
 ONORM_DEV float shfl_xor(float v, int m, int w) { return ::onorm_sim::shfl_xor_sync(full_warp_mask(), v, m, w); }
+ONORM_DEV double shfl_xor(double v, int m, int w) { return ::onorm_sim::shfl_xor_sync(full_warp_mask(), v, m, w); }
 ONORM_DEV int64_t shfl_xor(int64_t v, int m, int w) {
   return ::onorm_sim::shfl_xor_sync(full_warp_mask(), v, m, w);
 }

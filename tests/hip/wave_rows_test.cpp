@@ -11,10 +11,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "reference.hpp"
@@ -220,6 +223,219 @@ TEST(WaveRowsSpecial, MaskedAndNaNRows) {
         ASSERT_NEAR(y[2 * cols + k], 1.0 / cols, 1e-5 / cols) << "W" << W << " cols " << cols;
       }
     }
+  }
+}
+
+// Norm rows whose finite values overflow the float sums (API.md: finite inputs never overflow
+// inside): 1e19 * N(0,1) (the sum of squares overflows), 1e30 + 1e29 * N(0,1), and values near
+// 1.5e38 (the plain sum overflows too), mixed with ordinary rows, a row holding +inf and one
+// holding a NaN. The kernels recompute such rows' statistics in double (row_kernels.hpp). Every
+// width of the plan: row groups of several rows per warp (where one row overflows and its
+// neighbours in the warp do not), a block per row, split rows; gamma/beta and the mean/rstd
+// outputs on. Then the same call with the special rows replaced by ordinary ones: the ordinary
+// rows must come out bitwise the same (the fallback leaves rows that did not overflow alone).
+double huge_value(int kind, double ordinary, std::mt19937_64& rng) {
+  std::normal_distribution<double> n01(0.0, 1.0);
+  switch (kind) {
+    case 0: return 1e19 * n01(rng);
+    case 1: return 1e30 + 1e29 * n01(rng);
+    case 3: return 1e38 * std::min(3.0, std::max(0.5, 1.5 + 0.25 * n01(rng)));
+    default: return ordinary;
+  }
+}
+// Row r's kind: 0, 1, 3 huge; 6 +inf at one column; 7 NaN at one column; others ordinary.
+int row_kind(int64_t r) { return static_cast<int>(r % 9); }
+bool special_row(int64_t r) { const int k = row_kind(r); return k == 0 || k == 1 || k == 3 || k == 6 || k == 7; }
+
+template <int W>
+void run_huge(Op op, onorm_dtype dt, int64_t cols, bool padded, std::mt19937_64& rng) {
+  const int64_t rows = cols <= 256 ? 70 : 9;
+  char what[160];
+  std::snprintf(what, sizeof what, "W%d %s %s %lldx%lld%s", W, onorm_ref::op_name(op), dname(dt),
+                static_cast<long long>(rows), static_cast<long long>(cols), padded ? " padded" : "");
+  SCOPED_TRACE(what);
+  const int64_t xs = cols + (padded ? 3 : 0), ys = cols + (padded ? 5 : 0);
+  const size_t off = padded ? 1 : 0, es = esize(dt);
+  auto align64 = [](std::vector<unsigned char>& v) {
+    return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
+  };
+  std::vector<unsigned char> xbuf((rows * xs + off) * es + 64), gbuf(cols * es + 64), bbuf(cols * es + 64);
+  void* x = align64(xbuf) + off * es;
+  void* gamma = align64(gbuf) + off * es;
+  void* beta = align64(bbuf);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  const double center = op == Op::layer_norm ? 3.0 : 0.0;
+  for (int64_t k = 0; k < cols; ++k) {
+    onorm_ref::encode(1.0 + 0.5 * n01(rng), gamma, dt, k);
+    onorm_ref::encode(n01(rng), beta, dt, k);
+  }
+  std::vector<double> ordinary(rows * cols);
+  for (auto& o : ordinary) o = center + 1.5 * n01(rng);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < cols; ++k) {
+      double v = huge_value(row_kind(r), ordinary[r * cols + k], rng);
+      if (row_kind(r) == 6 && k == cols / 2) v = HUGE_VAL;
+      if (row_kind(r) == 7 && k == cols / 3) v = NAN;
+      onorm_ref::encode(v, x, dt, r * xs + k);
+    }
+  }
+  struct Out {
+    std::vector<unsigned char> ybuf;
+    void* y;
+    std::vector<float> mean, rstd;
+  };
+  auto call = [&](void* xin, Out& o) {
+    o.ybuf.assign((rows * ys + off) * es + 64, 0xff);  // NaN poison: unwritten shows
+    o.y = align64(o.ybuf) + off * es;
+    o.mean.assign(rows, -7.0f);
+    o.rstd.assign(rows, -7.0f);
+    onorm_request q{};
+    q.op = to_op(op);
+    q.x = onorm_rows{xin, dt, rows, cols, xs};
+    q.y = onorm_rows{o.y, dt, rows, cols, ys};
+    q.gamma = gamma;
+    q.beta = op == Op::layer_norm ? beta : nullptr;
+    q.eps = 1e-5;
+    q.mean = op == Op::layer_norm ? o.mean.data() : nullptr;
+    q.rstd = o.rstd.data();
+    SimLauncher launcher(W);
+    char err[256] = {0};
+    const onorm_status s = onorm::hip::plan_any<W>(q, launcher, err, sizeof err);
+    std::string errors;
+    for (const auto& e : launcher.errors()) errors += "\n  " + e;
+    EXPECT_TRUE(launcher.errors().empty()) << "emulator: " << launcher.shapes() << errors;
+    EXPECT_EQ(s, ONORM_OK) << err;
+    return std::make_tuple(q, launcher.shapes(), launcher.errors().empty() && s == ONORM_OK);
+  };
+  Out got;
+  const auto [q, shapes, ran] = call(x, got);
+  if (!ran) return;
+  const onorm_ref::Result ref = onorm_ref::compute(op, q.x, q.gamma, q.beta, q.eps);
+  const onorm_ref::Report rep = onorm_ref::check(op, ref, q.y, q.gamma, dt, q.mean, q.rstd);
+  EXPECT_TRUE(rep.ok()) << shapes << ": " << rep.describe();
+  // The special rows' statistics were exercised: finite where the exact ones are.
+  for (int64_t r = 0; r < rows; ++r) {
+    if (row_kind(r) == 0 || row_kind(r) == 1 || row_kind(r) == 3) {
+      const bool good = std::isfinite(got.rstd[r]) && got.rstd[r] > 0 &&
+                        (op != Op::layer_norm || std::isfinite(got.mean[r]));
+      ASSERT_TRUE(good) << shapes << ": row " << r << " mean " << got.mean[r] << " rstd " << got.rstd[r];
+    }
+  }
+  // The same call with the special rows made ordinary: the ordinary rows are bitwise unchanged.
+  std::vector<unsigned char> x2buf(xbuf.size());
+  void* x2 = align64(x2buf) + off * es;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < cols; ++k) onorm_ref::encode(ordinary[r * cols + k], x2, dt, r * xs + k);
+  Out plain;
+  if (!std::get<2>(call(x2, plain))) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (special_row(r)) continue;
+    ASSERT_EQ(0, std::memcmp(static_cast<unsigned char*>(got.y) + r * ys * es,
+                             static_cast<unsigned char*>(plain.y) + r * ys * es, cols * es))
+        << "ordinary row " << r << " changed by its special neighbours";
+    ASSERT_EQ(0, std::memcmp(&got.rstd[r], &plain.rstd[r], sizeof(float))) << "row " << r;
+    if (op == Op::layer_norm) {
+      ASSERT_EQ(0, std::memcmp(&got.mean[r], &plain.mean[r], sizeof(float))) << "row " << r;
+    }
+  }
+}
+
+using HugeParam = std::tuple<int, Op, onorm_dtype>;
+class WaveRowsHuge : public ::testing::TestWithParam<HugeParam> {};
+
+TEST_P(WaveRowsHuge, NormsOfHugeFiniteValues) {
+  const auto [width, op, dt] = GetParam();
+  std::mt19937_64 rng(77 + width);
+  int index = 0;
+  for (int64_t cols : widths()) {
+    const bool padded = (index++ % 2) == 1;
+    if (width == 64) run_huge<64>(op, dt, cols, padded, rng);
+    else run_huge<32>(op, dt, cols, padded, rng);
+    if (HasFailure()) return;
+  }
+}
+
+std::string huge_param_name(const ::testing::TestParamInfo<HugeParam>& i) {
+  const auto [w, op, dt] = i.param;
+  return "W" + std::to_string(w) + "_" + onorm_ref::op_name(op) + "_" + dname(dt);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    HipPlan, WaveRowsHuge,
+    ::testing::Combine(::testing::Values(32, 64), ::testing::Values(Op::layer_norm, Op::rms_norm),
+                       ::testing::Values(ONORM_F32, ONORM_BF16)),
+    huge_param_name);
+
+// The staged path (row_kernels.hpp staged_kernel; the CUDA backend's medium/long rows) with
+// K == 1, a block per row in a persistent grid, the only staged schedule the emulator can run
+// (K > 1 waits on other blocks' flags): the same huge rows, through staged_output's check.
+template <int W, int OP, typename In>
+void run_staged_huge(onorm_dtype dt, int64_t cols, std::mt19937_64& rng) {
+  constexpr int kBlock = 256;
+  const int64_t rows = 9;
+  SCOPED_TRACE("staged_kernel W" + std::to_string(W) + " " + dname(dt) + " cols " + std::to_string(cols));
+  const Op op = OP == onorm::gpu::kOpLayerNorm ? Op::layer_norm : Op::rms_norm;
+  const size_t es = esize(dt);
+  std::vector<unsigned char> xv(rows * cols * es + 64), yv(rows * cols * es + 64, 0xff), gv(cols * es + 64),
+      bv(cols * es + 64);
+  auto align64 = [](std::vector<unsigned char>& v) {
+    return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
+  };
+  void* x = align64(xv);
+  void* y = align64(yv);
+  void* gamma = align64(gv);
+  void* beta = align64(bv);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  for (int64_t k = 0; k < cols; ++k) {
+    onorm_ref::encode(1.0 + 0.5 * n01(rng), gamma, dt, k);
+    onorm_ref::encode(n01(rng), beta, dt, k);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < cols; ++k) {
+      double v = huge_value(row_kind(r), 3.0 + 1.5 * n01(rng), rng);
+      if (row_kind(r) == 6 && k == cols / 2) v = HUGE_VAL;
+      if (row_kind(r) == 7 && k == cols / 3) v = NAN;
+      onorm_ref::encode(v, x, dt, r * cols + k);
+    }
+  std::vector<float> mean(rows, -7.0f), rstd(rows, -7.0f);
+  onorm_request q{};
+  q.op = to_op(op);
+  q.x = onorm_rows{x, dt, rows, cols, cols};
+  q.y = onorm_rows{y, dt, rows, cols, cols};
+  q.gamma = gamma;
+  q.beta = op == Op::layer_norm ? beta : nullptr;
+  q.eps = 1e-5;
+  q.mean = op == Op::layer_norm ? mean.data() : nullptr;
+  q.rstd = rstd.data();
+  const onorm::gpu::RowArgs a = onorm::hip::row_args(q);
+  constexpr int64_t kVec = onorm::gpu::io<In>::kVec;
+  onorm::gpu::SplitArgs s{};
+  s.chunk = cols;
+  s.chunks = 1;
+  s.groups = 4;  // the persistent grid: block b serves rows b, b + 4, ...
+  s.chunk_alloc = (cols + kVec - 1) / kVec * kVec;
+  s.stages = 2;
+  s.epoch = 1;
+  const auto errors = onorm_sim::launch(W, dim3(4), dim3(kBlock), size_t(2 * s.chunk_alloc) * sizeof(In),
+                                        [a, s] { onorm::gpu::staged_kernel<OP, In, W, kBlock>(a, s); });
+  ASSERT_TRUE(errors.empty()) << "emulator: " << errors[0];
+  const onorm_ref::Result ref = onorm_ref::compute(op, q.x, q.gamma, q.beta, q.eps);
+  const onorm_ref::Report rep = onorm_ref::check(op, ref, q.y, q.gamma, dt, q.mean, q.rstd);
+  EXPECT_TRUE(rep.ok()) << rep.describe();
+}
+
+TEST(WaveRowsHugeStaged, OneBlockPerRow) {
+  std::mt19937_64 rng(99);
+  for (int64_t cols : {300, 3001, 20000}) {
+    run_staged_huge<32, onorm::gpu::kOpLayerNorm, float>(ONORM_F32, cols, rng);
+    run_staged_huge<64, onorm::gpu::kOpLayerNorm, float>(ONORM_F32, cols, rng);
+    run_staged_huge<32, onorm::gpu::kOpRmsNorm, float>(ONORM_F32, cols, rng);
+    run_staged_huge<64, onorm::gpu::kOpRmsNorm, float>(ONORM_F32, cols, rng);
+    run_staged_huge<32, onorm::gpu::kOpLayerNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
+    run_staged_huge<64, onorm::gpu::kOpLayerNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
+    run_staged_huge<32, onorm::gpu::kOpRmsNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
+    run_staged_huge<64, onorm::gpu::kOpRmsNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
+    if (HasFatalFailure()) return;
   }
 }
 
