@@ -1,5 +1,5 @@
 // Rows split over a thread-block cluster (sm_90+): the K blocks of a cluster hold one row,
-// a slice each, in registers; each reduces its slice to a state (gpu/row_slice.hpp), the
+// a slice each, in registers; each reduces its slice to a state (gpu::slice_state), the
 // cluster merges the K states through distributed shared memory in rank order (a fixed tree:
 // every block gets the same bits), and each block finishes and writes its slice. The row is
 // read from global memory once, and no flag or workspace is involved: the cluster barrier is
@@ -11,7 +11,7 @@
 
 #include <cooperative_groups.h>
 
-#include "row_slice.hpp"
+#include "row_kernels.hpp"
 
 namespace onorm {
 namespace cuda {
@@ -36,7 +36,7 @@ __device__ __forceinline__ void prefetch_norm_params(const gpu::RowArgs& a, int6
 // grid.x = rows of this launch * K, cluster (K, 1, 1); s.chunk = columns per slice (a multiple
 // of the vector width), s.chunks = K, s.row0 = the launch's first row.
 template <int OP, typename In, int WARP, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) cluster_rows_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
+__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_rows_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   using S = typename gpu::op_state<OP>::type;
@@ -66,7 +66,25 @@ __global__ void __launch_bounds__(BLOCK) cluster_rows_kernel(gpu::RowArgs a, gpu
     if (lane == 0) merged = st;
   }
   cluster.sync();  // no block leaves (its shared memory) before all have read; `merged` visible
-  gpu::slice_finish<OP, In, ITEMS, BLOCK>(a, row, col0, n, lane, v, merged, m_c, slice == 0);
+  const S fin = merged;
+  float mean = 0.0f, rstd = 0.0f;
+  if constexpr (OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm) {
+    if (gpu::stats_overflowed(fin)) {  // cluster-uniform: every block holds the same fin
+      const gpu::NormStats r = gpu::row_stats_f64<In, WARP, BLOCK>(static_cast<const In*>(a.x) + row * a.xs, a.cols,
+                                                                   a.eps, OP == gpu::kOpRmsNorm);
+      mean = r.mean;
+      rstd = r.rstd;
+      cluster.sync();  // in place: no block writes its slice before every block has read the row
+      // The slice again (its own columns, not written yet): v is not live across the call,
+      // which keeps the hot path's register count.
+      gpu::load_items<In, ITEMS, BLOCK>(static_cast<const In*>(a.x) + row * a.xs + col0, n, lane, v, a.x_vec != 0,
+                                        kPad);
+    } else {
+      rstd = fin.rstd(a.eps);
+      if constexpr (OP == gpu::kOpLayerNorm) mean = fin.mean;
+    }
+  }
+  gpu::slice_finish<OP, In, ITEMS, BLOCK>(a, row, col0, n, lane, v, fin, m_c, mean, rstd, slice == 0);
 #endif
 }
 

@@ -344,15 +344,18 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<FAM, In, ITEMS, BLOCK,
     for (int k = 0; k < RPG; ++k) s[k] = row_allreduce<WARP, TPR, BLOCK>(s[k], lane, scratch, AddOp{});
 #pragma unroll
     for (int k = 0; k < RPG; ++k) {
+      // All -inf (dead): log-softmax (x - 0) - inf = -inf, softmax exp(-inf) * 0 = 0; no
+      // per-element select (it cost registers: bench/cuda/NOTES.md v5).
       const bool dead = m[k] == kNegInf;
       if (lg) {
-        const float lnd = core::log_of(s[k]);
+        const float mk = dead ? 0.0f : m[k];
+        const float lnd = dead ? -kNegInf : core::log_of(s[k]);
 #pragma unroll
-        for (int e = 0; e < E; ++e) v[k][e] = dead ? kNegInf : (v[k][e] - m[k]) - lnd;
+        for (int e = 0; e < E; ++e) v[k][e] = (v[k][e] - mk) - lnd;
       } else {
-        const float inv = 1.0f / s[k];
+        const float inv = dead ? 0.0f : 1.0f / s[k];
 #pragma unroll
-        for (int e = 0; e < E; ++e) v[k][e] = dead ? 0.0f : v[k][e] * inv;
+        for (int e = 0; e < E; ++e) v[k][e] *= inv;
       }
     }
   } else {
@@ -397,31 +400,24 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<FAM, In, ITEMS, BLOCK,
 }
 
 // ------------------------------------------------------------------ regime (c)
-// One chunk of one row: load, reduce to the chunk's state, obtain the row's state from
-// `row_state` (merge / workspace), finish and store. In the stats schedule `row_state` is
-// not called and the chunk state is written instead.
-enum : int { kModeCoop = 0, kModeStats = 1, kModeFinish = 2 };
+// A slice of a row held in registers by a block (ITEMS vectors per thread, BLOCK threads):
+// its state, and its finish once the row's merged state is known (split_chunk below; the CUDA
+// cluster kernel).
+//  - softmax: the slice max m_c, then v = exp(v - m_c) in place and their sum: the finish
+//    scales by exp(m_c - M) / D, one exp per element in all;
+//  - log-softmax: v stays x; the finish writes (x - M) - log D;
+//  - LayerNorm: exact two-pass (mean, then squared deviations) within the slice, Chan merges;
+//  - RMSNorm: the sum of squares.
 
-template <int OP, typename In, int WARP, int ITEMS, int BLOCK, int MODE, typename RowState>
-ONORM_DEV void split_chunk(const RowArgs& a, const SplitArgs& s, int64_t row, int64_t chunk, void* scratch,
-                           RowState row_state) {
+template <int OP, typename In, int WARP, int ITEMS, int BLOCK>
+ONORM_DEV typename op_state<OP>::type slice_state(float* v, int n, int lane, float* fs, float& m_c) {
   using S = typename op_state<OP>::type;
-  constexpr int VEC = io<In>::kVec;
-  constexpr int E = ITEMS * VEC;
-  const int lane = static_cast<int>(threadIdx.x);
-  const int64_t col0 = chunk * s.chunk;
-  const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
-  const In* x = static_cast<const In*>(a.x) + row * a.xs + col0;
-  float* fs = static_cast<float*>(scratch);
-  float v[E];
-  S st;
-  float m_c = 0.0f, mean_c = 0.0f;
+  constexpr int E = ITEMS * io<In>::kVec;
   if constexpr (OP == kOpSoftmax || OP == kOpLogSoftmax) {
-    load_items<In, ITEMS, BLOCK>(x, n, lane, v, a.x_vec != 0, kNegInf);
-    m_c = kNegInf;
+    float m = kNegInf;
 #pragma unroll
-    for (int e = 0; e < E; ++e) m_c = core::nan_max(m_c, v[e]);
-    m_c = block_allreduce<WARP, BLOCK>(m_c, fs, MaxOp{});
+    for (int e = 0; e < E; ++e) m = core::nan_max(m, v[e]);
+    m_c = block_allreduce<WARP, BLOCK>(m, fs, MaxOp{});
     const float mm = m_c == kNegInf ? 0.0f : m_c;
     float d = 0.0f;
 #pragma unroll
@@ -431,49 +427,82 @@ ONORM_DEV void split_chunk(const RowArgs& a, const SplitArgs& s, int64_t row, in
       if (OP == kOpSoftmax) v[e] = ex;
     }
     d = block_allreduce<WARP, BLOCK>(d, fs, AddOp{});
-    st = m_c == kNegInf ? S::identity() : S::of(m_c, d);
+    return m_c == kNegInf ? S::identity() : S::of(m_c, d);
   } else {
-    load_items<In, ITEMS, BLOCK>(x, n, lane, v, a.x_vec != 0, 0.0f);
+    float mean = 0.0f;
     if constexpr (OP == kOpLayerNorm) {
       float sum = 0.0f;
 #pragma unroll
       for (int e = 0; e < E; ++e) sum += v[e];
-      sum = block_allreduce<WARP, BLOCK>(sum, fs, AddOp{});
-      mean_c = sum / static_cast<float>(n);
+      mean = block_allreduce<WARP, BLOCK>(sum, fs, AddOp{}) / static_cast<float>(n);
     }
-    float q = sq_dev_items<In, ITEMS, BLOCK>(v, n, lane, mean_c);
+    float q = sq_dev_items<In, ITEMS, BLOCK>(v, n, lane, mean);
     q = block_allreduce<WARP, BLOCK>(q, fs, AddOp{});
-    if constexpr (OP == kOpLayerNorm) st = S::of(n, mean_c, q);
-    else st = S::of(n, q);
+    if constexpr (OP == kOpLayerNorm) return S::of(n, mean, q);
+    else return S::of(n, q);
   }
+}
+
+// Finishes the slice [col0, col0 + n) of `row` with the row's state `fin` and stores it;
+// norms take the row's mean (LayerNorm) and rstd from the caller (row_norm_stats: an
+// overflowed row's statistics come from double). `first` (the slice holding column 0) writes
+// the mean / rstd outputs.
+template <int OP, typename In, int ITEMS, int BLOCK, typename S>
+ONORM_DEV void slice_finish(const RowArgs& a, int64_t row, int64_t col0, int n, int lane, float* v, const S& fin,
+                            float m_c, float mean, float rstd, bool first) {
+  constexpr int E = ITEMS * io<In>::kVec;
+  if constexpr (OP == kOpSoftmax) {
+    float scale = m_c == kNegInf ? 0.0f : core::exp_of(m_c - fin.m) / fin.d;
+    if (fin.m == kNegInf) scale = 0.0f;
+    if (core::is_nan(fin.m) || core::is_nan(fin.d)) scale = fin.m + fin.d;  // NaN
+#pragma unroll
+    for (int e = 0; e < E; ++e) v[e] *= scale;
+  } else if constexpr (OP == kOpLogSoftmax) {
+    // All -inf: every output -inf, as (x - 0) - inf, without a per-element select (which
+    // cost 26 more registers for 16-bit inputs).
+    const bool dead = fin.m == kNegInf;
+    const float m = dead ? 0.0f : fin.m;
+    const float lnd = dead ? -kNegInf : core::log_of(fin.d);
+#pragma unroll
+    for (int e = 0; e < E; ++e) v[e] = (v[e] - m) - lnd;
+  } else {
+    if (first && lane == 0) {
+      if (a.mean && OP == kOpLayerNorm) a.mean[row] = mean;
+      if (a.rstd) a.rstd[row] = rstd;
+    }
+    norm_finish_items<In, ITEMS, BLOCK>(a, col0, n, lane, v, OP == kOpRmsNorm, mean, rstd);
+  }
+  store_any<In, ITEMS, BLOCK>(a, row, col0, n, lane, v);
+}
+
+// One chunk of one row: load, reduce to the chunk's state, obtain the row's state from
+// `row_state` (merge / workspace), finish and store. In the stats schedule `row_state` is
+// not called and the chunk state is written instead.
+enum : int { kModeCoop = 0, kModeStats = 1, kModeFinish = 2 };
+
+template <int OP, typename In, int WARP, int ITEMS, int BLOCK, int MODE, typename RowState>
+ONORM_DEV void split_chunk(const RowArgs& a, const SplitArgs& s, int64_t row, int64_t chunk, void* scratch,
+                           RowState row_state) {
+  using S = typename op_state<OP>::type;
+  constexpr int E = ITEMS * io<In>::kVec;
+  const int lane = static_cast<int>(threadIdx.x);
+  const int64_t col0 = chunk * s.chunk;
+  const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
+  float v[E];
+  load_items<In, ITEMS, BLOCK>(static_cast<const In*>(a.x) + row * a.xs + col0, n, lane, v, a.x_vec != 0,
+                               OP == kOpSoftmax || OP == kOpLogSoftmax ? kNegInf : 0.0f);
+  float m_c = 0.0f;
+  const S st = slice_state<OP, In, WARP, ITEMS, BLOCK>(v, n, lane, static_cast<float*>(scratch), m_c);
   if constexpr (MODE == kModeStats) {
     if (lane == 0) static_cast<S*>(s.entries)[(row - s.row0) * s.chunks + chunk] = st;
     return;
   } else {
     const S fin = row_state(st, static_cast<S*>(scratch));
-    if constexpr (OP == kOpSoftmax) {
-      float scale = m_c == kNegInf ? 0.0f : core::exp_of(m_c - fin.m) / fin.d;
-      if (fin.m == kNegInf) scale = 0.0f;
-      if (core::is_nan(fin.m) || core::is_nan(fin.d)) scale = fin.m + fin.d;  // NaN
-#pragma unroll
-      for (int e = 0; e < E; ++e) v[e] *= scale;
-    } else if constexpr (OP == kOpLogSoftmax) {
-      const float lnd = core::log_of(fin.d);
-      const bool dead = fin.m == kNegInf;
-#pragma unroll
-      for (int e = 0; e < E; ++e) v[e] = dead ? kNegInf : (v[e] - fin.m) - lnd;
-    } else {
-      // fin is the same in every thread of the block (row_state's contract): an overflowed
-      // row is read again in double by every block of the row, block-uniformly.
-      float mean, rstd;
-      row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
-      if (chunk == 0 && lane == 0) {
-        if (a.mean && OP == kOpLayerNorm) a.mean[row] = mean;
-        if (a.rstd) a.rstd[row] = rstd;
-      }
-      norm_finish_items<In, ITEMS, BLOCK>(a, col0, n, lane, v, OP == kOpRmsNorm, mean, rstd);
-    }
-    store_any<In, ITEMS, BLOCK>(a, row, col0, n, lane, v);
+    // fin is the same in every thread of the block (row_state's contract): an overflowed
+    // row is read again in double by every block of the row, block-uniformly.
+    float mean = 0.0f, rstd = 0.0f;
+    if constexpr (OP == kOpLayerNorm || OP == kOpRmsNorm) row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
+    slice_finish<OP, In, ITEMS, BLOCK>(a, row, col0, n, lane, v, fin, m_c, mean, rstd, chunk == 0);
   }
 }
 
