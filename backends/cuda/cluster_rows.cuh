@@ -55,7 +55,8 @@ __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_rows_kernel(gpu::
   float v[E];
   gpu::load_items<In, ITEMS, BLOCK>(static_cast<const In*>(a.x) + row * a.xs + col0, n, lane, v, a.x_vec != 0,
                                     kPad);
-  if constexpr (OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm) prefetch_norm_params<In, ITEMS, BLOCK>(a, col0, n, lane);
+  if constexpr (OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm)
+    if (s.prefetch_params) prefetch_norm_params<In, ITEMS, BLOCK>(a, col0, n, lane);
   float m_c = 0.0f;
   const S mine = gpu::slice_state<OP, In, WARP, ITEMS, BLOCK>(v, n, lane, scratch.f, m_c);
   if (threadIdx.x == 0) published = mine;

@@ -30,6 +30,7 @@ struct DeviceInfo {
   int64_t cluster_min_cols_16 = 32768;   // shortest f16/bf16 row split over a cluster
   int cluster_max = 16;                  // largest cluster (blocks per row)
   int cluster_min_tier = 0;              // smallest slice tried (cuda_launch.cuh ClusterTiers)
+  int cluster_prefetch = 1;              // prefetch gamma / beta before the cluster merge
   int short_wide = 1;                    // short rows: fewer lanes per row, more vectors each
 };
 

@@ -120,8 +120,8 @@ struct ClusterTiers {
 };
 
 template <int OP, typename In, int TIER>
-onorm_status launch_cluster_tier(const RowArgs& a, int K, cudaStream_t st, char* err, size_t err_len,
-                                 bool& launched) {
+onorm_status launch_cluster_tier(const RowArgs& a, int K, int prefetch_params, cudaStream_t st, char* err,
+                                 size_t err_len, bool& launched) {
   constexpr int64_t V = gpu::io<In>::kVec;
   constexpr int kBlock = ClusterTiers<In>::kTier[TIER].block;
   constexpr int kItems = ClusterTiers<In>::kTier[TIER].elems / int(V);
@@ -152,6 +152,7 @@ onorm_status launch_cluster_tier(const RowArgs& a, int K, cudaStream_t st, char*
   gpu::SplitArgs s{};
   s.chunks = K;
   s.chunk = ((a.cols + K - 1) / K + V - 1) / V * V;
+  s.prefetch_params = prefetch_params;
   for (int64_t r0 = 0; r0 < a.rows; r0 += max_rows) {
     s.row0 = r0;
     cfg.gridDim = dim3(unsigned(std::min(max_rows, a.rows - r0) * K));
@@ -173,8 +174,8 @@ bool launch_cluster(const CudaContext& ctx, const RowArgs& a, cudaStream_t st, c
     const int64_t K = (a.cols + T::cols(tier) - 1) / T::cols(tier);
     if (K > ctx.info.cluster_max) continue;
     bool launched = false;
-    if (tier == 0) status = launch_cluster_tier<OP, In, 0>(a, int(K), st, err, err_len, launched);
-    else status = launch_cluster_tier<OP, In, T::kCount - 1>(a, int(K), st, err, err_len, launched);
+    if (tier == 0) status = launch_cluster_tier<OP, In, 0>(a, int(K), ctx.info.cluster_prefetch, st, err, err_len, launched);
+    else status = launch_cluster_tier<OP, In, T::kCount - 1>(a, int(K), ctx.info.cluster_prefetch, st, err, err_len, launched);
     if (status != ONORM_OK || launched) return true;
   }
   return false;

@@ -107,6 +107,7 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
     const int n = std::atoi(v);
     if (n >= 0 && n <= 1) ctx->info.cluster_min_tier = n;
   }
+  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_PREFETCH")) ctx->info.cluster_prefetch = std::atoi(v) != 0;
   // ONLINENORM_CUDA_SHORT_WIDE=0|1: the wide short-row shapes (cuda_launch.cuh).
   if (const char* v = std::getenv("ONLINENORM_CUDA_SHORT_WIDE")) ctx->info.short_wide = std::atoi(v) != 0;
   const cudaError_t e = cudaEventCreateWithFlags(&ctx->ws_event, cudaEventDisableTiming);

@@ -57,6 +57,7 @@ struct SplitArgs {
   uint64_t epoch;  // coop: this launch's tag (nonzero, unique per workspace use)
   void* entries;   // coop: 2 * grid Entry; two-read: stats output (batch * K states)
   const void* final_states;  // two-read finish: one state per batch row
+  int prefetch_params;       // cluster: prefetch gamma / beta to L1 before the merge
 };
 
 // A published state: 16 bytes of state, then the tag that releases it.
