@@ -253,9 +253,11 @@ onorm_status launch_split(CudaContext& ctx, const RowArgs& a, cudaStream_t st, c
   int64_t batch = std::max<int64_t>(1, (int64_t(ctx.info.l2_bytes) / 2) / row_bytes);
   batch = std::min<int64_t>({batch, a.rows, 65535});
   const int64_t level1 = (K + kSplitBlock - 1) / kSplitBlock;
+  constexpr bool kNorm = OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm;
   const size_t buf0 = size_t(batch * K) * sizeof(S);
   const size_t buf1 = size_t(batch * level1) * sizeof(S);
-  if (onorm_status s = ensure_workspace(ctx, st, buf0 + buf1, err, err_len)) return s;
+  const size_t buf2 = kNorm ? size_t(batch) * sizeof(gpu::NormStats) : 0;
+  if (onorm_status s = ensure_workspace(ctx, st, buf0 + buf1 + buf2, err, err_len)) return s;
   char* b0 = static_cast<char*>(ctx.ws);
   char* b1 = b0 + buf0;
   for (int64_t r0 = 0; r0 < a.rows; r0 += batch) {
@@ -278,6 +280,11 @@ onorm_status launch_split(CudaContext& ctx, const RowArgs& a, cudaStream_t st, c
       std::swap(in, out);
     }
     s.final_states = in;
+    if constexpr (kNorm) {  // statistics before the finish writes (in place: row_kernels.hpp)
+      s.norm_stats = b1 + buf1;
+      gpu::norm_stats_kernel<OP, In, kWarp, kSplitBlock><<<unsigned(nb), kSplitBlock, 0, st>>>(a, s);
+      if (onorm_status e = check_launch("split norm statistics launch", err, err_len)) return e;
+    }
     gpu::split_chunk_kernel<OP, In, kWarp, kItems, kSplitBlock, gpu::kModeFinish><<<grid, kSplitBlock, 0, st>>>(a, s);
     if (onorm_status e = check_launch("split finish launch", err, err_len)) return e;
   }

@@ -8,7 +8,8 @@
 //      merged in a fixed order by every block of the row (cooperative launch, release/acquire
 //      flags in a workspace): the row is read from memory once. Rows too long for the
 //      co-resident grid take split_chunk_kernel (stats) + merge_states_kernel (fixed tree) +
-//      split_chunk_kernel (finish): read twice, in row batches the host sizes to the L2.
+//      [norms: norm_stats_kernel] + split_chunk_kernel (finish): read twice, in row batches
+//      the host sizes to the L2.
 // Accumulation is float for every dtype; special values follow the core algebra (API.md);
 // every reduction is a fixed tree, so results are bitwise reproducible. Norm rows whose float
 // sums overflow (finite |x| beyond ~1e19, or the f32 sum itself near FLT_MAX) get their mean
@@ -57,6 +58,7 @@ struct SplitArgs {
   uint64_t epoch;  // coop: this launch's tag (nonzero, unique per workspace use)
   void* entries;   // coop: 2 * grid Entry; two-read: stats output (batch * K states)
   const void* final_states;  // two-read finish: one state per batch row
+  const void* norm_stats;    // two-read finish of norms: one NormStats per batch row, or null
   int prefetch_params;       // cluster: prefetch gamma / beta to L1 before the merge
 };
 
@@ -175,9 +177,11 @@ ONORM_DEV float rstd_f64(double m2, int64_t n, float eps) {
 // Not inlined: inlined into staged_kernel it cost the hot path registers and spills (ptxas,
 // sm_90a); as a call the float paths keep (about) their allocation.
 // In place (y == x): a row held by one block (staged K == 1) is read whole before that block
-// writes it, but a row split over blocks (two-read finish, cooperative staged) may already be
-// partly overwritten by the other chunks' blocks when it is read again here: that case (in
-// place, split row, overflowing sums) is not handled.
+// writes it; the two-read schedule takes its statistics in a launch of their own before the
+// finish (norm_stats_kernel), and the CUDA cluster kernel holds every block at a cluster
+// barrier until all have read the row. The cooperative staged schedule (rows split over
+// co-resident blocks) does not: there, an in-place row with overflowing sums may be read
+// after other blocks of the row wrote their chunks (a known gap, README).
 struct NormStats {
   float mean, rstd;
 };
@@ -502,7 +506,15 @@ ONORM_DEV void split_chunk(const RowArgs& a, const SplitArgs& s, int64_t row, in
     // fin is the same in every thread of the block (row_state's contract): an overflowed
     // row is read again in double by every block of the row, block-uniformly.
     float mean = 0.0f, rstd = 0.0f;
-    if constexpr (OP == kOpLayerNorm || OP == kOpRmsNorm) row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
+    if constexpr (OP == kOpLayerNorm || OP == kOpRmsNorm) {
+      if (s.norm_stats) {  // two-read: taken before the finish launch (safe in place)
+        const NormStats r = static_cast<const NormStats*>(s.norm_stats)[row - s.row0];
+        mean = r.mean;
+        rstd = r.rstd;
+      } else {
+        row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
+      }
+    }
     slice_finish<OP, In, ITEMS, BLOCK>(a, row, col0, n, lane, v, fin, m_c, mean, rstd, chunk == 0);
   }
 }
@@ -791,6 +803,18 @@ __global__ void __launch_bounds__(BLOCK) split_chunk_kernel(RowArgs a, SplitArgs
   const int64_t row = s.row0 + blockIdx.y;
   auto fetch = [&](const S&, S*) -> S { return static_cast<const S*>(s.final_states)[blockIdx.y]; };
   split_chunk<OP, In, WARP, ITEMS, BLOCK, MODE>(a, s, row, blockIdx.x, &scratch, fetch);
+}
+
+// Two-read schedule, norms: the mean and rstd of each batch row from its merged state, between
+// the merge and the finish, so that a row whose float sums overflowed is read again (in
+// double) before any finish block writes: in place is safe. grid (batch), one row per block.
+template <int OP, typename In, int WARP, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) norm_stats_kernel(RowArgs a, SplitArgs s) {
+  using S = typename op_state<OP>::type;
+  const S fin = static_cast<const S*>(s.final_states)[blockIdx.x];
+  NormStats r{0.0f, 0.0f};
+  row_norm_stats<OP, In, WARP, BLOCK>(a, s.row0 + blockIdx.x, fin, r.mean, r.rstd);
+  if (threadIdx.x == 0) static_cast<NormStats*>(const_cast<void*>(s.norm_stats))[blockIdx.x] = r;
 }
 
 // Merges each row's `count` states in groups of BLOCK (a fixed tree): out holds

@@ -30,6 +30,11 @@ class HipLauncher {
                        stream_, a, s);
     return check(MODE == gpu::kModeStats ? "split stats launch" : "split finish launch");
   }
+  template <int OP, typename In, int W, int BLOCK>
+  onorm_status norm_stats(unsigned gx, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
+    hipLaunchKernelGGL((gpu::norm_stats_kernel<OP, In, W, BLOCK>), dim3(gx), dim3(BLOCK), 0, stream_, a, s);
+    return check("split norm statistics launch");
+  }
   template <int OP, int W, int BLOCK>
   onorm_status merge(unsigned gx, unsigned gy, const void* in, void* out, int64_t count) {
     hipLaunchKernelGGL((gpu::merge_states_kernel<OP, W, BLOCK>), dim3(gx, gy), dim3(BLOCK), 0, stream_, in, out,

@@ -108,7 +108,7 @@ bool plan_registers(const gpu::RowArgs& a, L& launcher, onorm_status& status) {
   return false;
 }
 
-// Long rows: chunk states, merge tree, finish, in row batches.
+// Long rows: chunk states, merge tree, [norms: statistics], finish, in row batches.
 template <int OP, typename In, int W, typename L>
 onorm_status plan_split(const gpu::RowArgs& a, L& launcher) {
   using S = typename gpu::op_state<OP>::type;
@@ -119,10 +119,12 @@ onorm_status plan_split(const gpu::RowArgs& a, L& launcher) {
   int64_t batch = std::max<int64_t>(1, (launcher.l2_bytes() / 2) / row_bytes);
   batch = std::min<int64_t>({batch, a.rows, 65535});
   const int64_t level1 = (K + kSplitBlock - 1) / kSplitBlock;
+  constexpr bool kNorm = OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm;
   const size_t buf0 = size_t(batch * K) * sizeof(S);
   const size_t buf1 = size_t(batch * level1) * sizeof(S);
+  const size_t buf2 = kNorm ? size_t(batch) * sizeof(gpu::NormStats) : 0;
   onorm_status status = ONORM_OK;
-  char* b0 = static_cast<char*>(launcher.workspace(buf0 + buf1, status));
+  char* b0 = static_cast<char*>(launcher.workspace(buf0 + buf1 + buf2, status));
   if (status != ONORM_OK) return status;
   char* b1 = b0 + buf0;
   for (int64_t r0 = 0; r0 < a.rows; r0 += batch) {
@@ -144,6 +146,10 @@ onorm_status plan_split(const gpu::RowArgs& a, L& launcher) {
       std::swap(in, out);
     }
     s.final_states = in;
+    if constexpr (kNorm) {  // statistics before the finish writes (in place: row_kernels.hpp)
+      s.norm_stats = b1 + buf1;
+      if (onorm_status e = launcher.template norm_stats<OP, In, W, kSplitBlock>(gy, a, s)) return e;
+    }
     if (onorm_status e = launcher.template split<OP, In, W, kItems, kSplitBlock, gpu::kModeFinish>(gx, gy, a, s))
       return e;
   }

@@ -45,6 +45,10 @@ class SimLauncher {
     shapes_.push_back("split_chunk_kernel<W" + std::to_string(W) + " K" + std::to_string(gx) + ">");
     return run(gx, gy, BLOCK, [a, s] { onorm::gpu::split_chunk_kernel<OP, In, W, ITEMS, BLOCK, MODE>(a, s); });
   }
+  template <int OP, typename In, int W, int BLOCK>
+  onorm_status norm_stats(unsigned gx, const onorm::gpu::RowArgs& a, const onorm::gpu::SplitArgs& s) {
+    return run(gx, 1, BLOCK, [a, s] { onorm::gpu::norm_stats_kernel<OP, In, W, BLOCK>(a, s); });
+  }
   template <int OP, int W, int BLOCK>
   onorm_status merge(unsigned gx, unsigned gy, const void* in, void* out, int64_t count) {
     return run(gx, gy, BLOCK, [in, out, count] { onorm::gpu::merge_states_kernel<OP, W, BLOCK>(in, out, count); });
@@ -319,6 +323,32 @@ void run_huge(Op op, onorm_dtype dt, int64_t cols, bool padded, std::mt19937_64&
       const bool good = std::isfinite(got.rstd[r]) && got.rstd[r] > 0 &&
                         (op != Op::layer_norm || std::isfinite(got.mean[r]));
       ASSERT_TRUE(good) << shapes << ": row " << r << " mean " << got.mean[r] << " rstd " << got.rstd[r];
+    }
+  }
+  // In place (y == x) gives the same bits: the fallback reads the row again, which a split
+  // row must do before any of its blocks writes (the two-read schedule's norm_stats_kernel).
+  {
+    std::vector<unsigned char> ibuf(xbuf.size());
+    void* xi = align64(ibuf) + off * es;
+    std::memcpy(xi, x, size_t(rows * xs) * es);
+    std::vector<float> imean(rows, -7.0f), irstd(rows, -7.0f);
+    onorm_request qi = q;
+    qi.x.data = xi;
+    qi.y = onorm_rows{xi, dt, rows, cols, xs};
+    qi.mean = op == Op::layer_norm ? imean.data() : nullptr;
+    qi.rstd = irstd.data();
+    SimLauncher li(W);
+    char err[256] = {0};
+    ASSERT_EQ(onorm::hip::plan_any<W>(qi, li, err, sizeof err), ONORM_OK) << err;
+    ASSERT_TRUE(li.errors().empty()) << li.shapes();
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(0, std::memcmp(static_cast<unsigned char*>(xi) + r * xs * es,
+                               static_cast<unsigned char*>(got.y) + r * ys * es, cols * es))
+          << shapes << ": in place, row " << r << " differs from out of place";
+      ASSERT_EQ(0, std::memcmp(&irstd[r], &got.rstd[r], sizeof(float))) << "in place, row " << r;
+      if (op == Op::layer_norm) {
+        ASSERT_EQ(0, std::memcmp(&imean[r], &got.mean[r], sizeof(float))) << "in place, row " << r;
+      }
     }
   }
   // The same call with the special rows made ordinary: the ordinary rows are bitwise unchanged.
