@@ -234,7 +234,8 @@ onorm_status launch_split(CudaContext& ctx, const RowArgs& a, cudaStream_t st, c
         return check_launch("staged launch", err, err_len);
       }
       if (onorm_status e = ws_acquire(ctx, st, err, err_len)) return e;
-      if (onorm_status e = ensure_workspace(ctx, st, size_t(slots * grid) * sizeof(gpu::Entry), err, err_len))
+      // The state slots, then two barrier flags per block (gpu::coop_barrier).
+      if (onorm_status e = ensure_workspace(ctx, st, size_t((slots + 2) * grid) * sizeof(gpu::Entry), err, err_len))
         return e;
       if (++ctx.epoch == 0) ++ctx.epoch;
       s.epoch = ctx.epoch;

@@ -178,10 +178,9 @@ ONORM_DEV float rstd_f64(double m2, int64_t n, float eps) {
 // sm_90a); as a call the float paths keep (about) their allocation.
 // In place (y == x): a row held by one block (staged K == 1) is read whole before that block
 // writes it; the two-read schedule takes its statistics in a launch of their own before the
-// finish (norm_stats_kernel), and the CUDA cluster kernel holds every block at a cluster
-// barrier until all have read the row. The cooperative staged schedule (rows split over
-// co-resident blocks) does not: there, an in-place row with overflowing sums may be read
-// after other blocks of the row wrote their chunks (a known gap, README).
+// finish (norm_stats_kernel); the CUDA cluster kernel holds every block at a cluster barrier,
+// and the cooperative staged schedule at a group barrier (coop_barrier), until all have read
+// the row.
 struct NormStats {
   float mean, rstd;
 };
@@ -566,6 +565,25 @@ ONORM_DEV S coop_merge(const S& mine, Entry* entries, int64_t round, uint64_t ep
   return coop_collect<WARP, BLOCK>(entries, round, epoch, first, K, slots, scratch);
 }
 
+// A barrier of the K co-resident blocks of a row group, for rows whose norm statistics are
+// read again from global memory (row_norm_stats): in place, no block may write its chunk
+// before every block of the row has read the row. Its flags follow the state slots
+// (entries + slots * gridDim.x): two per block, alternating with the block's count of such
+// barriers, `count` (the same in every block of a group: the decision is the merged state's).
+// A block can be one barrier ahead of the slowest of its group, never two, so the slot it
+// overwrites has been seen; tags are (epoch, round), compared exactly like the states'.
+ONORM_DEV void coop_barrier(Entry* entries, int slots, int64_t count, int64_t round, uint64_t epoch, int64_t first,
+                            int64_t K) {
+  Entry* bar = entries + (slots + (count & 1)) * static_cast<int64_t>(gridDim.x);
+  const uint64_t tag = coop_tag(epoch, round);
+  shim::sync_threads();  // every thread of this block is done reading the row
+  if (threadIdx.x == 0) shim::store_release_u64(&bar[blockIdx.x].tag, tag);
+  for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
+    while (shim::load_acquire_u64(&bar[first + k].tag) != tag) {
+    }
+  shim::sync_threads();
+}
+
 // Loads VEC elements at i of a shared-memory chunk of n elements (pad past the end).
 template <typename In>
 ONORM_DEV void smem_vec(const In* c, int i, int n, float pad, float* o) {
@@ -697,12 +715,16 @@ ONORM_DEV S staged_stats(const In* c, int n, StateScratch<S>& scratch, float& m_
 }
 
 // Every thread of the block calls it with the same fin (norms: an overflowed row is read again
-// from global memory in double, with block reductions: row_norm_stats).
-template <int OP, typename In, int WARP, int BLOCK, typename S>
+// from global memory in double, with block reductions: row_norm_stats; then `reread_done()`
+// holds this block until every block of the row has read it: coop_barrier).
+template <int OP, typename In, int WARP, int BLOCK, typename S, typename ReReadDone>
 ONORM_DEV void staged_output_any(const RowArgs& a, const In* c, int n, int64_t row, int64_t col0, const S& fin,
-                                 float m_c) {
+                                 float m_c, ReReadDone reread_done) {
   float mean = 0.0f, rstd = 0.0f;
-  if constexpr (OP == kOpLayerNorm || OP == kOpRmsNorm) row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
+  if constexpr (OP == kOpLayerNorm || OP == kOpRmsNorm) {
+    row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
+    if (stats_overflowed(fin)) reread_done();
+  }
   switch (a.out_dtype) {
     case kF32: staged_output<OP, In, float, BLOCK>(a, c, n, row, col0, fin, m_c, mean, rstd); break;
     case kF16: staged_output<OP, In, core::f16_bits, BLOCK>(a, c, n, row, col0, fin, m_c, mean, rstd); break;
@@ -749,6 +771,12 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
     shim::cp_async_commit();  // one group per call, empty or not: wait<N> counts stay exact
   };
   const int64_t row0 = blockIdx.x / K;
+  int64_t barriers = 0;  // coop_barrier's count
+  auto reread_done = [&](int64_t round) {
+    return [&, round] {
+      if (K > 1) coop_barrier(entries, s.stages == 2 ? 2 : 4, barriers++, round, s.epoch, first, K);
+    };
+  };
   if (s.stages == 2) {
     issue(row0, bufs);
     int stage = 0;
@@ -761,7 +789,7 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
       float m_c = 0.0f;
       const S st = staged_stats<OP, In, WARP, BLOCK>(c, n, scratch, m_c);
       const S fin = K > 1 ? coop_merge<WARP, BLOCK>(st, entries, round, s.epoch, first, K, 2, scratch.s) : st;
-      staged_output_any<OP, In, WARP, BLOCK>(a, c, n, row, col0, fin, m_c);
+      staged_output_any<OP, In, WARP, BLOCK>(a, c, n, row, col0, fin, m_c, reread_done(round));
       shim::sync_threads();  // this buffer is refilled next round
       stage ^= 1;
     }
@@ -782,7 +810,7 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
     if (round > 0) {
       const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch.s);
       staged_output_any<OP, In, WARP, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n, row - s.groups, col0,
-                                             fin, prev_m);
+                                             fin, prev_m, reread_done(round - 1));
     }
     prev_m = m_c;
     shim::sync_threads();  // buffer (round - 1) % 3 is free
@@ -791,7 +819,7 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
   if (round > 0) {
     const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch.s);
     staged_output_any<OP, In, WARP, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n,
-                                           row0 + (round - 1) * s.groups, col0, fin, prev_m);
+                                           row0 + (round - 1) * s.groups, col0, fin, prev_m, reread_done(round - 1));
   }
 }
 

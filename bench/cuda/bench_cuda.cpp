@@ -264,9 +264,13 @@ int check(onorm_context ctx, bool big, bool small) {
     // Rows longer than the co-resident grid take the two-read schedule; 2^24 + 7 columns
     // check the statistics past f32 integer range. Norms in place with values near FLT_MAX:
     // the double statistics are taken before the finish writes (norm_stats_kernel).
+    // The same through the cooperative staged schedule (co-resident blocks, coop_barrier):
+    // 1M f32 and 262144 bf16 columns.
     for (Op op : {Op::layer_norm, Op::rms_norm}) {
       run_case(ctx, {op, ONORM_F32, ONORM_F32, 2, 6000000, 6000000, 6000000, true, 2, true}, rng);
-      cases += 1;
+      run_case(ctx, {op, ONORM_F32, ONORM_F32, 5, 1048576, 1048576, 1048576, true, 2, true}, rng);
+      run_case(ctx, {op, ONORM_BF16, ONORM_BF16, 7, 262144, 262144, 262144, true, 2, true}, rng);
+      cases += 3;
     }
     for (Op op : kOps) {
       run_case(ctx, {op, ONORM_F32, ONORM_F32, 2, 6000000, 6000000, 6000000, false, 0, true}, rng);
