@@ -70,19 +70,13 @@ __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_rows_kernel(gpu::
   const S fin = merged;
   float mean = 0.0f, rstd = 0.0f;
   if constexpr (OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm) {
-    if (gpu::stats_overflowed(fin)) {  // cluster-uniform: every block holds the same fin
-      const gpu::NormStats r = gpu::row_stats_f64<In, WARP, BLOCK>(static_cast<const In*>(a.x) + row * a.xs, a.cols,
-                                                                   a.eps, OP == gpu::kOpRmsNorm);
-      mean = r.mean;
-      rstd = r.rstd;
+    gpu::row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
+    if (gpu::stats_overflowed(fin)) {  // the row was read again; cluster-uniform (same fin everywhere)
       cluster.sync();  // in place: no block writes its slice before every block has read the row
-      // The slice again (its own columns, not written yet): v is not live across the call,
-      // which keeps the hot path's register count.
+      // The slice again (its own columns, not written yet): v is not live across the double
+      // path's call, which keeps the hot path's register count.
       gpu::load_items<In, ITEMS, BLOCK>(static_cast<const In*>(a.x) + row * a.xs + col0, n, lane, v, a.x_vec != 0,
                                         kPad);
-    } else {
-      rstd = fin.rstd(a.eps);
-      if constexpr (OP == gpu::kOpLayerNorm) mean = fin.mean;
     }
   }
   gpu::slice_finish<OP, In, ITEMS, BLOCK>(a, row, col0, n, lane, v, fin, m_c, mean, rstd, slice == 0);

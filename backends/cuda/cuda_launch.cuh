@@ -49,12 +49,7 @@ onorm_status launch_reg(const RowArgs& a0, cudaStream_t st, char* err, size_t er
   constexpr int64_t kRpb = BLOCK / TPR * RPG;
   constexpr int64_t kMaxRows = int64_t(0x7fffffff) * kRpb;
   for (int64_t r0 = 0; r0 < a0.rows; r0 += kMaxRows) {
-    RowArgs a = a0;
-    a.rows = std::min(kMaxRows, a0.rows - r0);
-    a.x = static_cast<const In*>(a0.x) + r0 * a0.xs;
-    a.y = static_cast<char*>(a0.y) + r0 * a0.ys * (a0.out_dtype == gpu::kF32 ? 4 : 2);
-    if (a.mean) a.mean += r0;
-    if (a.rstd) a.rstd += r0;
+    const RowArgs a = gpu::rows_from<In>(a0, r0, std::min(kMaxRows, a0.rows - r0));
     const unsigned grid = static_cast<unsigned>((a.rows + kRpb - 1) / kRpb);
     gpu::rows_kernel<FAM, In, kWarp, TPR, ITEMS, BLOCK, RPG><<<grid, BLOCK, 0, st>>>(a);
     if (onorm_status s = check_launch("rows_kernel launch", err, err_len)) return s;

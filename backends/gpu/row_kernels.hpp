@@ -58,9 +58,21 @@ struct SplitArgs {
   uint64_t epoch;  // coop: this launch's tag (nonzero, unique per workspace use)
   void* entries;   // coop: 2 * grid Entry; two-read: stats output (batch * K states)
   const void* final_states;  // two-read finish: one state per batch row
-  const void* norm_stats;    // two-read finish of norms: one NormStats per batch row, or null
+  void* norm_stats;          // two-read finish of norms: one NormStats per batch row, or null
   int prefetch_params;       // cluster: prefetch gamma / beta to L1 before the merge
 };
+
+// Rows [r0, r0 + n) of a request as a request of their own (launches cut into grid-sized pieces).
+template <typename In>
+inline RowArgs rows_from(const RowArgs& a, int64_t r0, int64_t n) {
+  RowArgs p = a;
+  p.rows = n;
+  p.x = static_cast<const In*>(a.x) + r0 * a.xs;
+  p.y = static_cast<char*>(a.y) + r0 * a.ys * (a.out_dtype == kF32 ? 4 : 2);
+  if (p.mean) p.mean += r0;
+  if (p.rstd) p.rstd += r0;
+  return p;
+}
 
 // A published state: 16 bytes of state, then the tag that releases it.
 struct alignas(16) Entry {
@@ -842,7 +854,7 @@ __global__ void __launch_bounds__(BLOCK) norm_stats_kernel(RowArgs a, SplitArgs 
   const S fin = static_cast<const S*>(s.final_states)[blockIdx.x];
   NormStats r{0.0f, 0.0f};
   row_norm_stats<OP, In, WARP, BLOCK>(a, s.row0 + blockIdx.x, fin, r.mean, r.rstd);
-  if (threadIdx.x == 0) static_cast<NormStats*>(const_cast<void*>(s.norm_stats))[blockIdx.x] = r;
+  if (threadIdx.x == 0) static_cast<NormStats*>(s.norm_stats)[blockIdx.x] = r;
 }
 
 // Merges each row's `count` states in groups of BLOCK (a fixed tree): out holds

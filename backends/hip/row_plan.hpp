@@ -50,12 +50,7 @@ onorm_status plan_rows(const gpu::RowArgs& a0, L& launcher) {
   // Grid x times block size stays below 2^31 (HIP on AMD counts work-items in 32 bits).
   constexpr int64_t kMaxRows = (int64_t(0x7fffffff) / BLOCK) * kRpb;
   for (int64_t r0 = 0; r0 < a0.rows; r0 += kMaxRows) {
-    gpu::RowArgs a = a0;
-    a.rows = std::min(kMaxRows, a0.rows - r0);
-    a.x = static_cast<const In*>(a0.x) + r0 * a0.xs;
-    a.y = static_cast<char*>(a0.y) + r0 * a0.ys * (a0.out_dtype == gpu::kF32 ? 4 : 2);
-    if (a.mean) a.mean += r0;
-    if (a.rstd) a.rstd += r0;
+    const gpu::RowArgs a = gpu::rows_from<In>(a0, r0, std::min(kMaxRows, a0.rows - r0));
     const unsigned grid = static_cast<unsigned>((a.rows + kRpb - 1) / kRpb);
     if (onorm_status s = launcher.template rows<FAM, In, W, TPR, ITEMS, BLOCK, RPG>(grid, a)) return s;
   }
