@@ -3,6 +3,7 @@
 
 #include "onlinenorm/core/convert.hpp"
 #include "onlinenorm/core/max_sum.hpp"
+#include "onlinenorm/core/norm_stats.hpp"
 #include "onlinenorm/core/pairwise.hpp"
 #include "onlinenorm/core/sum_sq.hpp"
 #include "onlinenorm/core/welford.hpp"

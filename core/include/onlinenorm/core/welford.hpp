@@ -20,6 +20,19 @@ struct Welford {
   // computation over a cached block).
   ONORM_HD_INLINE static Welford of(int64_t n, T mean, T m2) { return Welford{n, mean, m2}; }
 
+  // The state of a block from the corrected two-pass sums around a pivot p close to its mean
+  // (Chan, Golub & LeVeque): s1 = sum(x - p), s2 = sum((x - p)^2). The correction s1 removes
+  // the bias of a rounded pivot (offset data, outliers), so p may be any rough mean, e.g.
+  // the block's float sum / n. The sums may be float and T double: the merge state then keeps
+  // the block mean to more digits than a float, which Chan's between-block term needs for
+  // offset data (1e6 + N(0,1)).
+  template <typename F>
+  ONORM_HD_INLINE static Welford of_pivot(int64_t n, F pivot, F s1, F s2) {
+    const T c = static_cast<T>(s1) / static_cast<T>(n);
+    const T m2 = static_cast<T>(s2) - static_cast<T>(s1) * c;
+    return Welford{n, static_cast<T>(pivot) + c, m2 > T(0) ? m2 : T(0)};
+  }
+
   ONORM_HD_INLINE void push(T x) {
     n += 1;
     const T delta = x - mean;

@@ -1,0 +1,65 @@
+// What LayerNorm and RMSNorm do with a row's statistics, for every backend: when float
+// statistics can be trusted, and the finish coefficients.
+//
+// Float sums are exact enough while they stay finite and var + eps stays well inside float's
+// normal range. Outside it (|x| beyond ~1e19, where sums overflow; rows of tiny values with
+// eps ~ 0, where squares underflow; eps beyond FLT_MAX) a backend takes the row's mean and
+// rstd again in double, and finishes it scaled by a power of two k:
+//   y = ((x * k - mean * k) * (rstd / k)) * s + b
+// x * k is exact, so for k = 1 this is (x - mean) * rstd rounded once; with k near rstd,
+// x * k - mean * k cannot overflow (x near FLT_MAX) and rstd / k cannot (tiny rows, eps 0).
+#pragma once
+
+#include "onlinenorm/core/convert.hpp"
+#include "onlinenorm/core/hd.hpp"
+
+namespace onorm {
+namespace core {
+
+// Below this, var + eps has lost digits to underflowed squares (deviations under ~2^-63).
+constexpr float kNormFloatFloor = 0x1p-90f;
+
+ONORM_HD_INLINE bool finite_bits(float x) { return (bits_of(x) & 0x7f800000u) != 0x7f800000u; }
+
+// sums: a finite-check of the float sums (LayerNorm: m2 + mean; RMSNorm: the sum of squares);
+// var_eps: var + eps in float (eps rounded to float: inf for eps beyond FLT_MAX). NaN and inf
+// in the row fail it too: the double path gives them their non-finite statistics.
+// Bit tests and one comparison: safe under fast-math.
+ONORM_HD_INLINE bool norm_float_stats_ok(float sums, float var_eps) {
+  return finite_bits(sums) && finite_bits(var_eps) && var_eps >= kNormFloatFloor;
+}
+
+// The finish of one row: y = ((x * k - mk) * rk) * s + b, and the mean / rstd outputs.
+struct NormCoefs {
+  float k, mk, rk;
+  float mean, rstd;
+};
+
+// From float statistics that passed norm_float_stats_ok: k = 1, bitwise (x - mean) * rstd.
+ONORM_HD_INLINE NormCoefs norm_coefs_f32(float mean, float rstd) { return NormCoefs{1.0f, mean, rstd, mean, rstd}; }
+
+// From double statistics (a row that failed norm_float_stats_ok, or a backend that keeps its
+// statistics in double): k = 2^e with 2^e <= rstd < 2^(e+1), e clamped to float's normal
+// exponents; mk and rk rounded once from double.
+ONORM_HD_INLINE NormCoefs norm_coefs_scaled(double mean, double rstd) {
+  int e = 0;
+  if (rstd > 0.0 && rstd < HUGE_VAL) {
+    (void)::frexp(rstd, &e);  // rstd = f * 2^e, f in [0.5, 1)
+    e -= 1;
+  } else if (rstd != 0.0) {
+    e = 126;  // rstd inf or NaN: the outputs are 0 * inf or NaN either way
+  }
+  if (e > 126) e = 126;
+  if (e < -126) e = -126;
+  const double k = ::ldexp(1.0, e);
+  return NormCoefs{static_cast<float>(k), static_cast<float>(mean * k), static_cast<float>(rstd / k),
+                   static_cast<float>(mean), static_cast<float>(rstd)};
+}
+
+// The elementwise finish (s: gamma_j, or weight_offset + gamma_j; b: beta_j or 0).
+ONORM_HD_INLINE float norm_finish(float x, const NormCoefs& c, float s, float b) {
+  return ((x * c.k - c.mk) * c.rk) * s + b;
+}
+
+}  // namespace core
+}  // namespace onorm
