@@ -387,3 +387,85 @@ TEST(Algebra, Finishes) {
 }
 
 }  // namespace
+
+namespace {
+
+// PairwiseFold builds merge_pairwise's tree as states arrive: bitwise the same result for
+// every count (non-commutative rounding makes a different tree visible in the bits).
+TEST(Algebra, PairwiseFoldIsMergePairwiseBitwise) {
+  SEEDED(rng);
+  std::normal_distribution<float> nd(1000.0f, 3.0f);
+  for (int64_t count = 1; count <= 300; ++count) {
+    std::vector<Welford<float>> states;
+    onorm::core::PairwiseFold<Welford<float>> fold;
+    for (int64_t i = 0; i < count; ++i) {
+      Welford<float> w = Welford<float>::identity();
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 5); ++k) w.push(nd(rng));
+      states.push_back(w);
+      fold.push(w);
+    }
+    const Welford<float> a = merge_pairwise(states.data(), count), b = fold.result();
+    ASSERT_EQ(a.n, b.n) << "count " << count;
+    ASSERT_TRUE(same_bits(a.mean, b.mean)) << "count " << count;
+    ASSERT_TRUE(same_bits(a.m2, b.m2)) << "count " << count;
+  }
+  EXPECT_EQ(onorm::core::PairwiseFold<SumSq<float>>().result().n, 0);
+}
+
+// The corrected two-pass state from float sums around a poor pivot: a pivot off by many
+// standard deviations still gives the exact mean and M2 (the correction term removes it),
+// and a double state keeps the block mean to more digits than a float holds.
+TEST(Algebra, OfPivotCorrectsTheRoundedPivot) {
+  std::vector<float> x;
+  for (int i = 0; i < 4096; ++i) x.push_back(1e6f + static_cast<float>((i % 7) - 3) * 0.25f);
+  double mean = 0, m2 = 0;
+  for (float v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  for (float v : x) m2 += (v - mean) * (v - mean);
+  const float pivot = 1e6f + 0.5f;  // 0.5 away from the mean: 2 ulp of 1e6 in float
+  float s1 = 0, s2 = 0;
+  for (float v : x) {
+    s1 += v - pivot;
+    s2 += (v - pivot) * (v - pivot);
+  }
+  const Welford<double> w = Welford<double>::of_pivot(static_cast<int64_t>(x.size()), pivot, s1, s2);
+  EXPECT_NEAR(w.mean, mean, 1e-9 * 1e6);
+  EXPECT_NEAR(w.m2, m2, 1e-6 * m2);
+  // Without the correction (squared deviations around the rounded pivot): biased.
+  EXPECT_GT(std::fabs(static_cast<double>(s2) - m2), 1e-2 * m2);
+}
+
+// The norms' trust rule and scaled finish (core/norm_stats.hpp).
+TEST(Algebra, NormFloatStatsRule) {
+  using onorm::core::norm_float_stats_ok;
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(norm_float_stats_ok(10.0f, 1.0f));
+  EXPECT_FALSE(norm_float_stats_ok(inf, 1.0f));       // sums overflowed
+  EXPECT_FALSE(norm_float_stats_ok(1.0f, inf));       // eps beyond FLT_MAX
+  EXPECT_FALSE(norm_float_stats_ok(1.0f, 1e-40f));    // squares underflowed, eps 0
+  EXPECT_FALSE(norm_float_stats_ok(std::nanf(""), 1.0f));
+  EXPECT_TRUE(norm_float_stats_ok(0.0f, 1e-5f));      // a constant row with the usual eps
+}
+
+TEST(Algebra, ScaledNormFinishNeverOverflows) {
+  using onorm::core::norm_coefs_scaled;
+  using onorm::core::norm_finish;
+  // x = {3e38, -3e38, -3e38, -3e38}: mean -1.5e38, var 6.75e76 (double), y0 = sqrt(3).
+  const double mean = -1.5e38, rstd = 1.0 / std::sqrt(6.75e76);
+  const auto c = norm_coefs_scaled(mean, rstd);
+  EXPECT_NEAR(norm_finish(3e38f, c, 1.0f, 0.0f), std::sqrt(3.0), 1e-6);
+  EXPECT_NEAR(norm_finish(-3e38f, c, 1.0f, 0.0f), -1.0 / std::sqrt(3.0), 1e-6);
+  EXPECT_GT(c.rstd, 0.0f);  // a subnormal float, not flushed
+  // Tiny rows with eps 0: rstd 1e38 (and beyond float for subnormal rows) stays finite.
+  const auto t = norm_coefs_scaled(0.0, 1e40);
+  EXPECT_NEAR(norm_finish(1e-40f, t, 1.0f, 0.0f), 1.0, 1e-4);
+  // In float's normal range the scaled finish is bitwise (x - mean) * rstd.
+  const auto u = norm_coefs_scaled(0.25, 3.0);
+  const auto v = onorm::core::norm_coefs_f32(0.25f, 3.0f);
+  for (float x : {-7.5f, 0.1f, 1e3f, 3.3e-3f}) {
+    const float a = norm_finish(x, u, 1.5f, 0.5f), b = norm_finish(x, v, 1.5f, 0.5f);
+    EXPECT_TRUE(same_bits(a, b)) << x;
+  }
+}
+
+}  // namespace

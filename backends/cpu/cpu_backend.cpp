@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,12 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
     if (t.find("twoexp") != std::string::npos) ctx->tune_off |= kOptTwoExp;  // a switch on, really
   }
   ctx->index = target_index(target.bit);
-  ctx->name = std::string("cpu (") + target.name + ", " + std::to_string(omp_get_max_threads()) + " threads)";
+  // A cap this build or machine does not have runs the next lower target: say which, so that
+  // ONLINENORM_CPU_TARGET=EMU128 (not compiled where SCALAR is) never silently means SCALAR.
+  std::string capped;
+  if (cap && *cap && std::strcmp(cap, target.name) != 0) capped = std::string("; ") + cap + " not available here";
+  ctx->name = std::string("cpu (") + target.name + ", " + std::to_string(omp_get_max_threads()) + " threads" + capped +
+              ")";
   *impl = ctx;
   return ONORM_OK;
 }
@@ -73,72 +79,82 @@ int supports_dtype(void*, onorm_dtype dtype, int) {
   return dtype == ONORM_F32 || dtype == ONORM_F16 || dtype == ONORM_BF16 || dtype == ONORM_F64;
 }
 
-void run_scalar(const onorm_request& q) {
+// Problems this small run on the calling thread: waking the OpenMP team costs more than the
+// work, and a team whose threads are busy elsewhere can stall a tiny call for milliseconds.
+constexpr int64_t kSerialElements = int64_t(1) << 15;
+
+int threads_for(const onorm_request& q) {
+  return q.x.rows * q.x.cols < kSerialElements ? 1 : omp_get_max_threads();
+}
+
+void run_scalar(const onorm_request& q, int threads) {
   const int64_t rows = q.x.rows;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int64_t r = 0; r < rows; ++r) scalar_run_rows(q, r, r + 1);
 }
 
 // Fewer rows than threads and long rows: every chunk of every row is a task. Same chunks,
-// same merge tree and same per-element arithmetic as simd_run_rows (softmax rows up to
-// kScratchCols keep exp(x - m_chunk) in a scratch row here too).
-void run_split(const CpuContext& c, const onorm_request& q, unsigned opts) {
+// same merge tree and same per-element arithmetic as simd_run_rows (softmax rows that it keeps
+// in a scratch row are written from the same exp(x - m_chunk) recomputed), so a row gives the
+// same bits here as in a large batch. Scratch: one state per chunk, not a copy of the input.
+void run_split(const CpuContext& c, const onorm_request& q, unsigned opts, int threads) {
   const int64_t rows = q.x.rows, cols = q.x.cols;
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
-  const bool scratch = q.op == ONORM_OP_SOFTMAX && cols <= kScratchCols && !(opts & kOptTwoExp);
-  std::vector<ChunkState> states(static_cast<size_t>(rows * chunks));
-  std::vector<float> chunk_max(scratch ? static_cast<size_t>(rows * chunks) : 0);
-  // Uninitialized on purpose: every element is written by the stats pass before it is read.
-  std::unique_ptr<float[]> e(scratch ? new float[static_cast<size_t>(rows * cols)] : nullptr);
   const int64_t tasks = rows * chunks;
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t r = t / chunks, k = t % chunks;
-    simd_chunk_stats(c.index, q, r, k, k + 1, states.data() + t, opts, scratch ? e.get() + r * cols : nullptr);
-    if (scratch) chunk_max[static_cast<size_t>(t)] = states[static_cast<size_t>(t)].ms.m;
-  }
+  std::vector<OpState> states(static_cast<size_t>(tasks));
   std::vector<RowFinal> finals(static_cast<size_t>(rows));
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t t = 0; t < tasks; ++t) states[static_cast<size_t>(t)] = simd_chunk_state(c.index, q, t / chunks, t % chunks, opts);
   for (int64_t r = 0; r < rows; ++r) {
-    const ChunkState merged = merge_states(q.op, states.data() + r * chunks, chunks);
-    finals[static_cast<size_t>(r)] = final_of(q, merged, r);
-    if (q.mean) q.mean[r] = finals[static_cast<size_t>(r)].a;
-    if (q.rstd) q.rstd[r] = finals[static_cast<size_t>(r)].b;
+    RowFold fold;
+    for (int64_t k = 0; k < chunks; ++k) fold.push(states[static_cast<size_t>(r * chunks + k)]);
+    const RowFinal& fin = finals[static_cast<size_t>(r)] = final_of(q, fold.result(), r);
+    if (q.mean) q.mean[r] = fin.norm.mean;
+    if (q.rstd) q.rstd[r] = fin.norm.rstd;
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t r = t / chunks, k = t % chunks;
-    const int64_t c0 = k * kChunk, c1 = std::min(cols, c0 + kChunk);
-    const RowFinal& fin = finals[static_cast<size_t>(r)];
-    if (scratch) {
-      simd_write_cols(c.index, q, r, c0, c1, fin, opts, e.get() + r * cols,
-                      chunk_scale(fin, chunk_max[static_cast<size_t>(t)]));
-    } else {
-      simd_write_cols(c.index, q, r, c0, c1, fin, opts, nullptr, 0.0f);
-    }
+    const int64_t r = t / chunks;
+    simd_write_chunk(c.index, q, r, t % chunks, finals[static_cast<size_t>(r)], opts,
+                     states[static_cast<size_t>(t)].s.ms.m);
   }
 }
 
-onorm_status run(void* impl, const onorm_request* request, char*, size_t) {
+// Rows spread over threads; each thread's softmax scratch row is allocated here, before the
+// parallel region, so that an allocation failure is a status and not std::terminate.
+void run_rows(const CpuContext& c, const onorm_request& q, unsigned opts, int threads) {
+  const int64_t rows = q.x.rows;
+  const int nt = static_cast<int>(std::min<int64_t>(threads, rows));
+  const size_t per_thread = static_cast<size_t>(softmax_scratch_cols(q, opts));
+  std::unique_ptr<float[]> scratch(per_thread ? new float[per_thread * static_cast<size_t>(nt)] : nullptr);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    const int64_t r0 = rows * t / n, r1 = rows * (t + 1) / n;
+    if (r1 > r0) simd_run_rows(c.index, q, r0, r1, opts, scratch.get() + per_thread * static_cast<size_t>(t));
+  }
+}
+
+onorm_status run(void* impl, const onorm_request* request, char* err, size_t err_len) {
   const CpuContext& c = *static_cast<const CpuContext*>(impl);
   const onorm_request& q = *request;
-  if (!simd_supports(c.index, q.x.dtype, q.y.dtype)) {  // f64, or f16 without F16C
-    run_scalar(q);
-    return ONORM_OK;
-  }
-  const int64_t rows = q.x.rows, cols = q.x.cols;
-  const int threads = omp_get_max_threads();
-  const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.y.dtype == ONORM_F32 ? 4 : 2);
-  unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
-  opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
-  if (rows < threads && cols >= kSplitCols) {
-    run_split(c, q, opts);
-    return ONORM_OK;
-  }
-#pragma omp parallel
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
-    if (r1 > r0) simd_run_rows(c.index, q, r0, r1, opts);
+  const int threads = threads_for(q);
+  try {
+    if (!simd_supports(c.index, q.x.dtype, q.y.dtype)) {  // f64, or f16 without F16C
+      run_scalar(q, threads);
+      return ONORM_OK;
+    }
+    const int64_t rows = q.x.rows, cols = q.x.cols;
+    const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.y.dtype == ONORM_F32 ? 4 : 2);
+    unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
+    opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
+    if (rows < threads && cols >= kSplitCols) run_split(c, q, opts, threads);
+    else run_rows(c, q, opts, threads);
+  } catch (const std::bad_alloc&) {
+    // Scratch is taken before any output is written: nothing was written.
+    std::snprintf(err, err_len, "cpu: out of memory for the scratch of a %lld x %lld call",
+                  static_cast<long long>(q.x.rows), static_cast<long long>(q.x.cols));
+    return ONORM_ERROR_OUT_OF_MEMORY;
   }
   return ONORM_OK;
 }

@@ -279,51 +279,54 @@ HWY_INLINE core::MaxSum<float> SoftmaxChunk(DF d, const In* x, size_t n, float* 
   return core::MaxSum<float>::of(m, s);
 }
 
+// LayerNorm chunk state by the corrected two-pass (core::Welford::of_pivot): the float sum
+// gives a pivot near the chunk mean, then the sums of x - p and (x - p)^2 over the cached
+// chunk. Neither an outlier anywhere in the chunk nor a large offset biases it.
 template <typename In>
-HWY_INLINE core::Welford<float> WelfordChunk(DF d, const In* HWY_RESTRICT x, size_t n, bool pf) {
+HWY_INLINE core::Welford<double> WelfordChunk(DF d, const In* HWY_RESTRICT x, size_t n, bool pf) {
   const size_t N = hn::Lanes(d);
-  // Sum relative to the chunk's first element, so rows like 1e4 + N(0,1) keep their digits.
-  const float shift = LoadScalar(x[0]);
-  const VF vsh = hn::Set(d, shift);
   VF s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
   size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    s0 = hn::Add(s0, hn::Sub(Io<In>::Load(d, x + i), vsh));
-    s1 = hn::Add(s1, hn::Sub(Io<In>::Load(d, x + i + N), vsh));
-    s2 = hn::Add(s2, hn::Sub(Io<In>::Load(d, x + i + 2 * N), vsh));
-    s3 = hn::Add(s3, hn::Sub(Io<In>::Load(d, x + i + 3 * N), vsh));
+    s0 = hn::Add(s0, Io<In>::Load(d, x + i));
+    s1 = hn::Add(s1, Io<In>::Load(d, x + i + N));
+    s2 = hn::Add(s2, Io<In>::Load(d, x + i + 2 * N));
+    s3 = hn::Add(s3, Io<In>::Load(d, x + i + 3 * N));
   }
-  for (; i + N <= n; i += N) s0 = hn::Add(s0, hn::Sub(Io<In>::Load(d, x + i), vsh));
-  if (i < n) s1 = hn::Add(s1, hn::Sub(LoadTail(d, x + i, n - i, shift), vsh));  // padding adds 0
-  const float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
-  const float mean = shift + sum / static_cast<float>(n);
-  // Second pass over the cached chunk: squared deviations from the chunk mean.
-  const VF vm = hn::Set(d, mean);
-  s0 = s1 = s2 = s3 = hn::Zero(d);
+  for (; i + N <= n; i += N) s0 = hn::Add(s0, Io<In>::Load(d, x + i));
+  if (i < n) s1 = hn::Add(s1, LoadTail(d, x + i, n - i, 0.0f));
+  const float pivot =
+      hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)))) / static_cast<float>(n);
+  // Second pass over the cached chunk: deviations from the pivot (t) and their squares (q).
+  const VF vp = hn::Set(d, pivot);
+  VF t0 = hn::Zero(d), t1 = t0, q0 = t0, q1 = t0;
   i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
     if (pf) PrefetchAhead(x + i, 4 * N * sizeof(In));
-    const VF a = hn::Sub(Io<In>::Load(d, x + i), vm), b = hn::Sub(Io<In>::Load(d, x + i + N), vm);
-    const VF c = hn::Sub(Io<In>::Load(d, x + i + 2 * N), vm), f = hn::Sub(Io<In>::Load(d, x + i + 3 * N), vm);
-    s0 = hn::MulAdd(a, a, s0);
-    s1 = hn::MulAdd(b, b, s1);
-    s2 = hn::MulAdd(c, c, s2);
-    s3 = hn::MulAdd(f, f, s3);
+    const VF a = hn::Sub(Io<In>::Load(d, x + i), vp), b = hn::Sub(Io<In>::Load(d, x + i + N), vp);
+    const VF c = hn::Sub(Io<In>::Load(d, x + i + 2 * N), vp), f = hn::Sub(Io<In>::Load(d, x + i + 3 * N), vp);
+    t0 = hn::Add(t0, hn::Add(a, b));
+    t1 = hn::Add(t1, hn::Add(c, f));
+    q0 = hn::MulAdd(a, a, hn::MulAdd(b, b, q0));
+    q1 = hn::MulAdd(c, c, hn::MulAdd(f, f, q1));
   }
   for (; i + N <= n; i += N) {
-    const VF a = hn::Sub(Io<In>::Load(d, x + i), vm);
-    s0 = hn::MulAdd(a, a, s0);
+    const VF a = hn::Sub(Io<In>::Load(d, x + i), vp);
+    t0 = hn::Add(t0, a);
+    q0 = hn::MulAdd(a, a, q0);
   }
   if (i < n) {
-    const VF a = hn::Sub(LoadTail(d, x + i, n - i, mean), vm);  // padding deviates by 0
-    s1 = hn::MulAdd(a, a, s1);
+    const VF a = hn::Sub(LoadTail(d, x + i, n - i, pivot), vp);  // padding deviates by 0
+    t1 = hn::Add(t1, a);
+    q1 = hn::MulAdd(a, a, q1);
   }
-  const float m2 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
-  return core::Welford<float>::of(static_cast<int64_t>(n), mean, m2);
+  const float sd = hn::GetLane(hn::SumOfLanes(d, hn::Add(t0, t1)));
+  const float sq = hn::GetLane(hn::SumOfLanes(d, hn::Add(q0, q1)));
+  return core::Welford<double>::of_pivot(static_cast<int64_t>(n), pivot, sd, sq);
 }
 
 template <typename In>
-HWY_INLINE core::SumSq<float> SumSqChunk(DF d, const In* HWY_RESTRICT x, size_t n) {
+HWY_INLINE core::SumSq<double> SumSqChunk(DF d, const In* HWY_RESTRICT x, size_t n) {
   const size_t N = hn::Lanes(d);
   VF s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
   size_t i = 0;
@@ -344,18 +347,19 @@ HWY_INLINE core::SumSq<float> SumSqChunk(DF d, const In* HWY_RESTRICT x, size_t 
     s1 = hn::MulAdd(a, a, s1);
   }
   const float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
-  return core::SumSq<float>::of(static_cast<int64_t>(n), s);
+  return core::SumSq<double>::of(static_cast<int64_t>(n), s);
 }
 
 template <typename In>
-HWY_INLINE ChunkState ChunkStateOf(DF d, onorm_op op, const In* x, size_t n, bool pf) {
-  ChunkState s;
+HWY_INLINE OpState ChunkStateOf(DF d, onorm_op op, const In* x, size_t n, bool pf) {
+  OpState s;
   std::memset(static_cast<void*>(&s), 0, sizeof s);
+  s.op = op;
   switch (op) {
     case ONORM_OP_SOFTMAX:
-    case ONORM_OP_LOG_SOFTMAX: s.ms = SoftmaxChunk(d, x, n, nullptr, pf); break;
-    case ONORM_OP_LAYER_NORM: s.w = WelfordChunk(d, x, n, pf); break;
-    case ONORM_OP_RMS_NORM: s.ss = SumSqChunk(d, x, n); break;
+    case ONORM_OP_LOG_SOFTMAX: s.s.ms = SoftmaxChunk(d, x, n, nullptr, pf); break;
+    case ONORM_OP_LAYER_NORM: s.s.w = WelfordChunk(d, x, n, pf); break;
+    case ONORM_OP_RMS_NORM: s.s.ss = SumSqChunk(d, x, n); break;
   }
   return s;
 }
@@ -434,7 +438,9 @@ HWY_INLINE void WriteRow(DF d, const onorm_request& q, const In* x, Out* y, int6
     case ONORM_OP_LAYER_NORM: {
       const In* g = q.gamma ? static_cast<const In*>(q.gamma) + c0 : nullptr;
       const In* b = q.beta ? static_cast<const In*>(q.beta) + c0 : nullptr;
-      auto f = [va, vb](VF xv, VF gv, VF bv) { return hn::MulAdd(hn::Mul(hn::Sub(xv, va), vb), gv, bv); };
+      // core::norm_finish: ((x * k - mk) * rk) * gamma + beta; x * k is exact.
+      const VF vk = hn::Set(d, fin.norm.k), vmk = hn::Set(d, fin.norm.mk), vrk = hn::Set(d, fin.norm.rk);
+      auto f = [vk, vmk, vrk](VF xv, VF gv, VF bv) { return hn::MulAdd(hn::Mul(hn::MulSub(xv, vk, vmk), vrk), gv, bv); };
       if (g && b) MapRange<true, true>(d, x, g, b, y, n, opts, x, f);
       else if (g) MapRange<true, false>(d, x, g, b, y, n, opts, x, f);
       else if (b) MapRange<false, true>(d, x, g, b, y, n, opts, x, f);
@@ -443,7 +449,8 @@ HWY_INLINE void WriteRow(DF d, const onorm_request& q, const In* x, Out* y, int6
     }
     case ONORM_OP_RMS_NORM: {
       const In* g = q.gamma ? static_cast<const In*>(q.gamma) + c0 : nullptr;
-      auto f = [vb](VF xv, VF gv, VF) { return hn::Mul(hn::Mul(xv, vb), gv); };
+      const VF vk = hn::Set(d, fin.norm.k), vrk = hn::Set(d, fin.norm.rk);
+      auto f = [vk, vrk](VF xv, VF gv, VF) { return hn::Mul(hn::Mul(hn::Mul(xv, vk), vrk), gv); };
       if (g) MapRange<true, false>(d, x, g, g, y, n, opts, x, f);
       else MapRange<false, false>(d, x, g, g, y, n, opts, x, f);
       break;
@@ -454,78 +461,76 @@ HWY_INLINE void WriteRow(DF d, const onorm_request& q, const In* x, Out* y, int6
 // ---------------------------------------------------------------------------------------
 // Whole rows.
 template <typename In, typename Out>
-void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
+void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
   const bool pf = (opts & kOptPrefetch) != 0;
   const DF d;
   const int64_t cols = q.x.cols;
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
-  std::vector<ChunkState> states(static_cast<size_t>(chunks));
-  const bool scratch_softmax = q.op == ONORM_OP_SOFTMAX && cols <= kScratchCols && !(opts & kOptTwoExp);
-  // Uninitialized on purpose (up to 4 MB): every element is written before it is read.
-  std::unique_ptr<float[]> scratch(scratch_softmax ? new float[static_cast<size_t>(cols)] : nullptr);
-  std::vector<float> chunk_max(scratch_softmax ? static_cast<size_t>(chunks) : 0);
+  const bool scratch_softmax = softmax_scratch_cols(q, opts) > 0;
+  float* chunk_max = scratch + cols;  // after the row's exp values (softmax_scratch_cols)
   const In* x = static_cast<const In*>(q.x.data);
   Out* y = static_cast<Out*>(q.y.data);
   for (int64_t r = r0; r < r1; ++r) {
     const In* xr = x + r * q.x.row_stride;
     Out* yr = y + r * q.y.row_stride;
+    RowFold fold;
     if (scratch_softmax) {
       // One exp per element: e = exp(x - m_chunk) kept in f32, rescaled per chunk at the end.
       for (int64_t k = 0; k < chunks; ++k) {
         const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-        states[k].ms = SoftmaxChunk(d, xr + b, static_cast<size_t>(n), scratch.get() + b, pf);
-        chunk_max[k] = states[k].ms.m;
+        OpState s;
+        s.op = q.op;
+        s.s.ms = SoftmaxChunk(d, xr + b, static_cast<size_t>(n), scratch + b, pf);
+        chunk_max[k] = s.s.ms.m;
+        fold.push(s);
       }
-      const ChunkState merged = merge_states(q.op, states.data(), chunks);
-      const RowFinal fin = final_of(q, merged, r);
+      const RowFinal fin = final_of(q, fold.result(), r);
       for (int64_t k = 0; k < chunks; ++k) {
         const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-        const float scale = chunk_scale(fin, chunk_max[k]);
-        const VF vs = hn::Set(d, scale);
-        MapNoAffine<float, In>(d, scratch.get() + b, yr + b, static_cast<size_t>(n), opts, xr + b,
+        const VF vs = hn::Set(d, chunk_scale(fin, chunk_max[k]));
+        MapNoAffine<float, In>(d, scratch + b, yr + b, static_cast<size_t>(n), opts, xr + b,
                                [vs](VF ev, VF, VF) { return hn::Mul(ev, vs); });
       }
       continue;
     }
     for (int64_t k = 0; k < chunks; ++k) {
       const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-      states[k] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf);
+      fold.push(ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf));
     }
-    const ChunkState merged = merge_states(q.op, states.data(), chunks);
-    RowFinal fin = final_of(q, merged, r);
-    if (q.mean) q.mean[r] = fin.a;
-    if (q.rstd) q.rstd[r] = fin.b;
+    const RowFinal fin = final_of(q, fold.result(), r);
+    if (q.mean) q.mean[r] = fin.norm.mean;
+    if (q.rstd) q.rstd[r] = fin.norm.rstd;
     WriteRow(d, q, xr, yr, 0, cols, fin, opts);
   }
 }
 
 template <typename In, typename Out>
-void ChunkStatsT(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states, unsigned opts,
-                 float* scratch_row) {
+OpState ChunkStateT(const onorm_request& q, int64_t r, int64_t k, unsigned opts) {
   const DF d;
   const In* xr = static_cast<const In*>(q.x.data) + r * q.x.row_stride;
-  const bool pf = (opts & kOptPrefetch) != 0;
-  for (int64_t k = k0; k < k1; ++k) {
-    const int64_t b = k * kChunk, n = std::min(kChunk, q.x.cols - b);
-    if (scratch_row) {
-      std::memset(static_cast<void*>(&states[k - k0]), 0, sizeof(ChunkState));
-      states[k - k0].ms = SoftmaxChunk(d, xr + b, static_cast<size_t>(n), scratch_row + b, pf);
-    } else {
-      states[k - k0] = ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf);
-    }
-  }
+  const int64_t b = k * kChunk, n = std::min(kChunk, q.x.cols - b);
+  return ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), (opts & kOptPrefetch) != 0);
 }
 
 template <typename In, typename Out>
-void WriteColsT(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts,
-                const float* scratch_row, float scale) {
+void WriteChunkT(const onorm_request& q, int64_t r, int64_t k, const RowFinal& f, unsigned opts, float chunk_max) {
   const DF d;
   const In* xr = static_cast<const In*>(q.x.data) + r * q.x.row_stride;
   Out* yr = static_cast<Out*>(q.y.data) + r * q.y.row_stride;
-  if (scratch_row) {
-    const VF vs = hn::Set(d, scale);
-    MapNoAffine<float, In>(d, scratch_row + c0, yr + c0, static_cast<size_t>(c1 - c0), opts, xr + c0,
-                           [vs](VF ev, VF, VF) { return hn::Mul(ev, vs); });
+  const int64_t c0 = k * kChunk, c1 = std::min(q.x.cols, c0 + kChunk);
+  if (softmax_scratch_cols(q, opts) > 0) {
+    // exp(x - m_chunk) * scale: the bits RunRowsT's scratch holds. A chunk whose scale is 0 or
+    // NaN is written directly, as e * scale is there: exp(-inf - -inf) would be NaN.
+    const float scale = chunk_scale(f, chunk_max);
+    const size_t n = static_cast<size_t>(c1 - c0);
+    if (!(scale > 0.0f)) {  // 0 (an all -inf chunk, or one far below the row max) or NaN
+      const VF vv = hn::Set(d, scale);
+      MapNoAffine<In, In>(d, xr + c0, yr + c0, n, opts, xr + c0, [vv](VF, VF, VF) { return vv; });
+      return;
+    }
+    const VF vm = hn::Set(d, chunk_max), vs = hn::Set(d, scale);
+    MapNoAffine<In, In>(d, xr + c0, yr + c0, n, opts, xr + c0,
+                        [d, vm, vs](VF xv, VF, VF) { return hn::Mul(ExpNonPos(d, hn::Sub(xv, vm)), vs); });
     return;
   }
   WriteRow(d, q, xr, yr, c0, c1, f, opts);
@@ -565,37 +570,33 @@ HWY_INLINE void Dispatch(onorm_dtype in, onorm_dtype out, Args&&... args) {
 
 template <typename In, typename Out>
 struct RunRowsFn {
-  static void Run(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
-    RunRowsT<In, Out>(q, r0, r1, opts);
+  static void Run(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
+    RunRowsT<In, Out>(q, r0, r1, opts, scratch);
   }
 };
 template <typename In, typename Out>
-struct WriteColsFn {
-  static void Run(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts,
-                  const float* scratch_row, float scale) {
-    WriteColsT<In, Out>(q, r, c0, c1, f, opts, scratch_row, scale);
+struct WriteChunkFn {
+  static void Run(const onorm_request& q, int64_t r, int64_t k, const RowFinal& f, unsigned opts, float chunk_max) {
+    WriteChunkT<In, Out>(q, r, k, f, opts, chunk_max);
   }
 };
 
-void RunRows(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
-  Dispatch<RunRowsFn>(q.x.dtype, q.y.dtype, q, r0, r1, opts);
+void RunRows(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
+  Dispatch<RunRowsFn>(q.x.dtype, q.y.dtype, q, r0, r1, opts, scratch);
   if (opts & kOptStream) hwy::FlushStream();
 }
-void ChunkStats(const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states, unsigned opts,
-                float* scratch_row) {
-  // Stats depend on the input type only: the output type parameter is fixed to f32.
+OpState ChunkState1(const onorm_request& q, int64_t r, int64_t k, unsigned opts) {
+  // The state depends on the input type only: the output type parameter is fixed to f32.
   switch (q.x.dtype) {
-    case ONORM_F32: return ChunkStatsT<float, float>(q, r, k0, k1, states, opts, scratch_row);
-    case ONORM_BF16: return ChunkStatsT<core::bf16_bits, float>(q, r, k0, k1, states, opts, scratch_row);
 #if ONORM_SIMD_F16
-    case ONORM_F16: return ChunkStatsT<core::f16_bits, float>(q, r, k0, k1, states, opts, scratch_row);
+    case ONORM_F16: return ChunkStateT<core::f16_bits, float>(q, r, k, opts);
 #endif
-    default: return;
+    case ONORM_BF16: return ChunkStateT<core::bf16_bits, float>(q, r, k, opts);
+    default: return ChunkStateT<float, float>(q, r, k, opts);
   }
 }
-void WriteCols(const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f, unsigned opts,
-               const float* scratch_row, float scale) {
-  Dispatch<WriteColsFn>(q.x.dtype, q.y.dtype, q, r, c0, c1, f, opts, scratch_row, scale);
+void WriteChunk(const onorm_request& q, int64_t r, int64_t k, const RowFinal& f, unsigned opts, float chunk_max) {
+  Dispatch<WriteChunkFn>(q.x.dtype, q.y.dtype, q, r, k, f, opts, chunk_max);
   if (opts & kOptStream) hwy::FlushStream();
 }
 

@@ -9,6 +9,7 @@
 #include "kernels-inl.h"
 
 #if HWY_ONCE
+#include <cmath>
 #include <cstring>
 
 namespace onorm {
@@ -16,22 +17,59 @@ namespace cpu {
 
 HWY_EXPORT(SimdSupports);
 HWY_EXPORT(RunRows);
-HWY_EXPORT(ChunkStats);
-HWY_EXPORT(WriteCols);
+HWY_EXPORT(ChunkState1);
+HWY_EXPORT(WriteChunk);
 
 bool simd_supports(size_t t, onorm_dtype in, onorm_dtype out) {
   return HWY_DISPATCH_TABLE(SimdSupports)[t](in, out);
 }
-void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts) {
-  HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, opts);
+void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
+  HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, opts, scratch);
 }
-void simd_chunk_stats(size_t t, const onorm_request& q, int64_t r, int64_t k0, int64_t k1, ChunkState* states,
-                      unsigned opts, float* scratch_row) {
-  HWY_DISPATCH_TABLE(ChunkStats)[t](q, r, k0, k1, states, opts, scratch_row);
+OpState simd_chunk_state(size_t t, const onorm_request& q, int64_t r, int64_t k, unsigned opts) {
+  return HWY_DISPATCH_TABLE(ChunkState1)[t](q, r, k, opts);
 }
-void simd_write_cols(size_t t, const onorm_request& q, int64_t r, int64_t c0, int64_t c1, const RowFinal& f,
-                     unsigned opts, const float* scratch_row, float scale) {
-  HWY_DISPATCH_TABLE(WriteCols)[t](q, r, c0, c1, f, opts, scratch_row, scale);
+void simd_write_chunk(size_t t, const onorm_request& q, int64_t r, int64_t k, const RowFinal& f, unsigned opts,
+                      float chunk_max) {
+  HWY_DISPATCH_TABLE(WriteChunk)[t](q, r, k, f, opts, chunk_max);
+}
+
+OpState OpState::identity() {
+  OpState s;
+  std::memset(static_cast<void*>(&s), 0, sizeof s);
+  s.op = ONORM_OP_SOFTMAX;
+  s.s.ms = core::MaxSum<float>::identity();
+  return s;
+}
+
+OpState OpState::combine(const OpState& a, const OpState& b) {
+  OpState m = a;
+  switch (a.op) {
+    case ONORM_OP_SOFTMAX:
+    case ONORM_OP_LOG_SOFTMAX: m.s.ms = core::MaxSum<float>::combine(a.s.ms, b.s.ms); break;
+    case ONORM_OP_LAYER_NORM: m.s.w = core::Welford<double>::combine(a.s.w, b.s.w); break;
+    case ONORM_OP_RMS_NORM: m.s.ss = core::SumSq<double>::combine(a.s.ss, b.s.ss); break;
+  }
+  return m;
+}
+
+RowFinal final_of(const onorm_request& q, const OpState& st, int64_t r) {
+  RowFinal f{kFinite, 0.0f, 0.0f, core::NormCoefs{1.0f, 0.0f, 0.0f, 0.0f, 0.0f}};
+  if (q.op == ONORM_OP_LAYER_NORM || q.op == ONORM_OP_RMS_NORM) {
+    // Merged in double from float chunk sums: trusted while those stayed in float's range.
+    const bool ln = q.op == ONORM_OP_LAYER_NORM;
+    const double sums = ln ? st.s.w.m2 + st.s.w.mean : st.s.ss.s;
+    const double var = ln ? st.s.w.variance() : st.s.ss.mean_square();
+    double mean = ln ? st.s.w.mean : 0.0, rstd = 1.0 / std::sqrt(var + q.eps);
+    if (!core::norm_double_stats_ok(sums, var + q.eps)) scalar_norm_stats_f64(q, r, mean, rstd);
+    f.norm = core::norm_coefs_scaled(mean, rstd);
+    return f;
+  }
+  const core::MaxSum<float>& ms = st.s.ms;
+  if (ms.m != ms.m || ms.d != ms.d) return RowFinal{kAllNaN, 0, 0, f.norm};
+  if (ms.is_identity()) return RowFinal{q.op == ONORM_OP_SOFTMAX ? kAllZero : kAllNegInf, 0, 0, f.norm};
+  if (q.op == ONORM_OP_SOFTMAX) return RowFinal{kFinite, ms.m, ms.inv_d(), f.norm};
+  return RowFinal{kFinite, ms.m, core::log_of(ms.d), f.norm};
 }
 
 // Index of a target's entry in the HWY_EXPORT tables: the same arithmetic as
@@ -86,41 +124,6 @@ bool choose_target(const char* cap, TargetInfo& out) {
   }
   out = have.back();  // nothing as low as the cap: the lowest target there is
   return true;
-}
-
-namespace {
-// Pairwise merge of one member of the chunk states; no allocation up to 64 chunks.
-template <typename State, typename Get>
-State merge_member(ChunkState* states, int64_t count, Get get) {
-  if (count == 1) return get(states[0]);
-  State local[64];
-  std::vector<State> heap;
-  State* v = local;
-  if (count > 64) {
-    heap.resize(static_cast<size_t>(count));
-    v = heap.data();
-  }
-  for (int64_t i = 0; i < count; ++i) v[i] = get(states[i]);
-  return core::merge_pairwise(v, count);
-}
-}  // namespace
-
-ChunkState merge_states_many(onorm_op op, ChunkState* states, int64_t count) {
-  ChunkState m;
-  std::memset(static_cast<void*>(&m), 0, sizeof m);
-  switch (op) {
-    case ONORM_OP_SOFTMAX:
-    case ONORM_OP_LOG_SOFTMAX:
-      m.ms = merge_member<core::MaxSum<float>>(states, count, [](const ChunkState& s) { return s.ms; });
-      break;
-    case ONORM_OP_LAYER_NORM:
-      m.w = merge_member<core::Welford<float>>(states, count, [](const ChunkState& s) { return s.w; });
-      break;
-    case ONORM_OP_RMS_NORM:
-      m.ss = merge_member<core::SumSq<float>>(states, count, [](const ChunkState& s) { return s.ss; });
-      break;
-  }
-  return m;
 }
 
 }  // namespace cpu

@@ -26,50 +26,41 @@ constexpr int64_t kScratchCols = int64_t(1) << 20;
 
 // What the write pass of one row needs, derived from the row's merged state.
 struct RowFinal {
-  int mode;  // kFinite, kAllZero (softmax of an all -inf row) / kAllNegInf, kAllNaN
-  float a;   // softmax: M; log_softmax: M; layer_norm: mean; rms_norm: unused
-  float b;   // softmax: 1/D; log_softmax: log D; layer_norm / rms_norm: rstd
+  int mode;  // softmax family: kFinite, kAllZero (all -inf row) / kAllNegInf, kAllNaN; norms: kFinite
+  float a;   // softmax: M; log_softmax: M
+  float b;   // softmax: 1/D; log_softmax: log D
+  core::NormCoefs norm;  // norms: the finish and the mean / rstd outputs
 };
 enum RowMode { kFinite = 0, kAllZero = 1, kAllNegInf = 2, kAllNaN = 3 };
 
-// Chunk states of every op, as stored by ChunkStats (the member for q.op is filled).
+// Chunk states of every op (the member for q.op is filled). The norms' chunk sums are float;
+// their merge runs in double so that Chan's between-chunk term keeps offset data's digits.
 union ChunkState {
   core::MaxSum<float> ms;
-  core::Welford<float> w;
-  core::SumSq<float> ss;
+  core::Welford<double> w;
+  core::SumSq<double> ss;
 };
 
-// Folds the merged state of row r into its RowFinal (inline: it runs once per row).
-inline RowFinal final_of(const onorm_request& q, const ChunkState& s, int64_t r) {
-  const float eps = static_cast<float>(q.eps);
-  const bool overflowed = (q.op == ONORM_OP_LAYER_NORM && !std::isfinite(s.w.m2 + s.w.mean)) ||
-                          (q.op == ONORM_OP_RMS_NORM && !std::isfinite(s.ss.s));
-  if (overflowed) {
-    // f32 sums overflow for |x| beyond ~1e19 (or the row holds inf/NaN): redo in double.
-    RowFinal f{kFinite, 0, 0};
-    scalar_norm_stats_f64(q, r, f.a, f.b);
-    return f;
-  }
-  if (q.op == ONORM_OP_LAYER_NORM) return RowFinal{kFinite, s.w.mean, s.w.rstd(eps)};
-  if (q.op == ONORM_OP_RMS_NORM) return RowFinal{kFinite, 0, s.ss.rstd(eps)};
-  const core::MaxSum<float>& ms = s.ms;
-  if (ms.m != ms.m || ms.d != ms.d) return RowFinal{kAllNaN, 0, 0};
-  if (ms.is_identity()) return RowFinal{q.op == ONORM_OP_SOFTMAX ? kAllZero : kAllNegInf, 0, 0};
-  if (q.op == ONORM_OP_SOFTMAX) return RowFinal{kFinite, ms.m, ms.inv_d()};
-  return RowFinal{kFinite, ms.m, core::log_of(ms.d)};
-}
+// A chunk state with its op, the element type of core::PairwiseFold: the chunk states of one
+// row merge in the fixed pairwise tree as they arrive, with no array and no allocation.
+struct OpState {
+  onorm_op op;
+  ChunkState s;
+  static OpState identity();  // never merged: rows have at least one chunk
+  static OpState combine(const OpState& a, const OpState& b);
+};
+using RowFold = core::PairwiseFold<OpState>;
+
+// Folds the merged state of row r into its RowFinal (the norms' double fallback re-reads
+// the row: rows whose float chunk sums overflowed or underflowed, core/norm_stats.hpp).
+RowFinal final_of(const onorm_request& q, const OpState& s, int64_t r);
+
 // The factor that turns a softmax chunk's exp(x - m_chunk) into exp(x - M) / D.
 inline float chunk_scale(const RowFinal& fin, float chunk_max) {
   if (fin.mode == kAllNaN) return std::numeric_limits<float>::quiet_NaN();
   if (fin.mode == kAllZero || chunk_max == core::neg_infinity<float>()) return 0.0f;
   if (chunk_max == fin.a) return fin.b;  // exp(0) = 1: skip the call, same value
   return core::exp_of(chunk_max - fin.a) * fin.b;
-}
-
-// Merges the chunk states of one row in the fixed pairwise tree (clobbers the array).
-ChunkState merge_states_many(onorm_op op, ChunkState* states, int64_t count);
-inline ChunkState merge_states(onorm_op op, ChunkState* states, int64_t count) {
-  return count == 1 ? states[0] : merge_states_many(op, states, count);
 }
 
 // Options of a call, a bit mask. The defaults (stream for large outputs, prefetch, one exp
@@ -81,16 +72,24 @@ enum : unsigned { kOptStream = 1u, kOptPrefetch = 2u, kOptTwoExp = 4u };
 
 // Per-target entry points (index from target_index()).
 bool simd_supports(size_t target_index, onorm_dtype in, onorm_dtype out);
-// Whole rows [r0, r1): statistics and write while the row is in cache.
-void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts);
-// States of chunks [k0, k1) of row r into states[0 .. k1-k0).
-// With scratch_row (softmax, cols <= kScratchCols), exp(x - m_chunk) goes to scratch_row[col].
-void simd_chunk_stats(size_t target_index, const onorm_request& q, int64_t r, int64_t k0, int64_t k1,
-                      ChunkState* states, unsigned opts, float* scratch_row);
-// Write pass of columns [c0, c1) of row r.
-// With scratch_row, y = scratch_row[col] * scale instead (softmax, [c0, c1) within one chunk).
-void simd_write_cols(size_t target_index, const onorm_request& q, int64_t r, int64_t c0, int64_t c1,
-                     const RowFinal& f, unsigned opts, const float* scratch_row, float scale);
+// Whole rows [r0, r1): statistics and write while the row is in cache. scratch: the
+// softmax_scratch_cols floats, allocated by the caller (no allocation inside).
+void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts,
+                   float* scratch);
+// State of chunk k of row r.
+OpState simd_chunk_state(size_t target_index, const onorm_request& q, int64_t r, int64_t k, unsigned opts);
+// Write pass of chunk k of row r. Softmax rows that simd_run_rows keeps in its scratch
+// (softmax_scratch_cols) are written as exp(x - m_chunk) * chunk_scale, recomputed: the same
+// bits as the scratch holds, so a row split over threads equals the same row in a batch.
+void simd_write_chunk(size_t target_index, const onorm_request& q, int64_t r, int64_t k, const RowFinal& f,
+                      unsigned opts, float chunk_max);
+
+// Scratch floats per thread that simd_run_rows needs for this request (0: none): the row's
+// exp(x - m_chunk) and each chunk's max.
+inline int64_t softmax_scratch_cols(const onorm_request& q, unsigned opts) {
+  if (q.op != ONORM_OP_SOFTMAX || q.x.cols > kScratchCols || (opts & kOptTwoExp)) return 0;
+  return q.x.cols + (q.x.cols + kChunk - 1) / kChunk;
+}
 
 // Target bookkeeping (Highway bit masks; lower bit = better on x86).
 struct TargetInfo {

@@ -19,12 +19,9 @@ void run_typed(const onorm_request& q, int64_t r0, int64_t r1) {
       case ONORM_OP_SOFTMAX: scalar_softmax_row<In, Out, Acc>(xr, yr, cols, false); break;
       case ONORM_OP_LOG_SOFTMAX: scalar_softmax_row<In, Out, Acc>(xr, yr, cols, true); break;
       case ONORM_OP_LAYER_NORM:
-        scalar_layer_norm_row<In, Out, Acc>(xr, yr, cols, gamma, beta, static_cast<Acc>(q.eps),
-                                            q.mean ? q.mean + r : nullptr, q.rstd ? q.rstd + r : nullptr);
-        break;
       case ONORM_OP_RMS_NORM:
-        scalar_rms_norm_row<In, Out, Acc>(xr, yr, cols, gamma, static_cast<Acc>(q.eps),
-                                          q.rstd ? q.rstd + r : nullptr);
+        scalar_norm_row<In, Out>(xr, yr, cols, gamma, beta, q.eps, q.op == ONORM_OP_RMS_NORM,
+                                 q.mean ? q.mean + r : nullptr, q.rstd ? q.rstd + r : nullptr);
         break;
     }
   }
@@ -45,20 +42,20 @@ void run_out(const onorm_request& q, int64_t r0, int64_t r1) {
 
 namespace {
 template <typename In>
-void norm_stats_f64(const onorm_request& q, int64_t r, float& mean, float& rstd) {
+void norm_stats_f64(const onorm_request& q, int64_t r, double& mean, double& rstd) {
   const ScalarRow<In, double> row{static_cast<const In*>(q.x.data) + r * q.x.row_stride, q.x.cols};
   if (q.op == ONORM_OP_LAYER_NORM) {
     const core::Welford<double> w = scalar_welford_state(row);
-    mean = static_cast<float>(w.mean);
-    rstd = static_cast<float>(w.rstd(q.eps));
+    mean = w.mean;
+    rstd = w.rstd(q.eps);
   } else {
     mean = 0;
-    rstd = static_cast<float>(scalar_sum_sq_state(row).rstd(q.eps));
+    rstd = scalar_sum_sq_state(row).rstd(q.eps);
   }
 }
 }  // namespace
 
-void scalar_norm_stats_f64(const onorm_request& q, int64_t r, float& mean, float& rstd) {
+void scalar_norm_stats_f64(const onorm_request& q, int64_t r, double& mean, double& rstd) {
   switch (q.x.dtype) {
     case ONORM_F16: return norm_stats_f64<core::f16_bits>(q, r, mean, rstd);
     case ONORM_BF16: return norm_stats_f64<core::bf16_bits>(q, r, mean, rstd);

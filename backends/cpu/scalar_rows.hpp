@@ -4,7 +4,7 @@
 // columns and the result does not depend on the thread count.
 #pragma once
 
-#include <vector>
+#include <cmath>
 
 #include "backend_interface.h"
 #include "onlinenorm/core/algebra.hpp"
@@ -13,27 +13,25 @@
 namespace onorm {
 namespace cpu {
 
-// Short chunks: plain f32 sums over 256 elements stay well inside the accuracy bounds.
+// Short chunks: plain sums over 256 elements stay well inside the accuracy bounds.
 constexpr int64_t kScalarChunk = 256;
 
 template <typename In, typename Acc>
 struct ScalarRow {
   const In* x;
   int64_t cols;
-  Acc at(int64_t c) const { return core::element<In>::load(x[c]); }
+  Acc at(int64_t c) const { return static_cast<Acc>(core::element<In>::load(x[c])); }
 };
 
-// Chunk states of one row, merged in a fixed tree.
+// Chunk states of one row, merged in the fixed pairwise tree as they arrive (no allocation).
 template <typename State, typename In, typename Acc, typename ChunkFn>
 State scalar_row_state(const ScalarRow<In, Acc>& row, ChunkFn chunk_state) {
-  const int64_t chunks = (row.cols + kScalarChunk - 1) / kScalarChunk;
-  std::vector<State> states(static_cast<size_t>(chunks));
-  for (int64_t k = 0; k < chunks; ++k) {
-    const int64_t begin = k * kScalarChunk;
+  core::PairwiseFold<State> fold;
+  for (int64_t begin = 0; begin < row.cols; begin += kScalarChunk) {
     const int64_t end = begin + kScalarChunk < row.cols ? begin + kScalarChunk : row.cols;
-    states[static_cast<size_t>(k)] = chunk_state(begin, end);
+    fold.push(chunk_state(begin, end));
   }
-  return core::merge_pairwise(states.data(), chunks);
+  return fold.result();
 }
 
 template <typename In, typename Out, typename Acc>
@@ -55,60 +53,62 @@ void scalar_softmax_row(const In* x, Out* y, int64_t cols, bool log) {
   }
 }
 
-template <typename In, typename Acc>
-core::Welford<Acc> scalar_welford_state(const ScalarRow<In, Acc>& row) {
-  using W = core::Welford<Acc>;
+// The norms' statistics are double on this path, for every input type: no float sum can
+// overflow or underflow for values in float's range, and eps keeps its double value.
+// Corrected two-pass per chunk (core::Welford::of_pivot): pivot = the chunk's plain mean.
+template <typename In>
+core::Welford<double> scalar_welford_state(const ScalarRow<In, double>& row) {
+  using W = core::Welford<double>;
   return scalar_row_state<W>(row, [&](int64_t b, int64_t e) {
-    // Sum relative to the chunk's first element: rows like 1e4 + N(0,1) keep their digits.
-    const Acc shift = row.at(b);
-    Acc sum = 0;
-    for (int64_t c = b; c < e; ++c) sum += row.at(c) - shift;
-    const Acc mean = shift + sum / static_cast<Acc>(e - b);
-    Acc m2 = 0;
-    for (int64_t c = b; c < e; ++c) m2 += (row.at(c) - mean) * (row.at(c) - mean);
-    return W::of(e - b, mean, m2);
+    double sum = 0;
+    for (int64_t c = b; c < e; ++c) sum += row.at(c);
+    const double pivot = sum / static_cast<double>(e - b);
+    double s1 = 0, s2 = 0;
+    for (int64_t c = b; c < e; ++c) {
+      const double t = row.at(c) - pivot;
+      s1 += t;
+      s2 += t * t;
+    }
+    return W::of_pivot(e - b, pivot, s1, s2);
   });
 }
 
-template <typename In, typename Acc>
-core::SumSq<Acc> scalar_sum_sq_state(const ScalarRow<In, Acc>& row) {
-  using S = core::SumSq<Acc>;
+template <typename In>
+core::SumSq<double> scalar_sum_sq_state(const ScalarRow<In, double>& row) {
+  using S = core::SumSq<double>;
   return scalar_row_state<S>(row, [&](int64_t b, int64_t e) {
-    Acc sum = 0;
+    double sum = 0;
     for (int64_t c = b; c < e; ++c) sum += row.at(c) * row.at(c);
     return S::of(e - b, sum);
   });
 }
 
-template <typename In, typename Out, typename Acc>
-void scalar_layer_norm_row(const In* x, Out* y, int64_t cols, const In* gamma, const In* beta,
-                           Acc eps, float* mean_out, float* rstd_out) {
-  const ScalarRow<In, Acc> row{x, cols};
-  const core::Welford<Acc> s = scalar_welford_state(row);
-  const Acc rstd = s.rstd(eps);
-  for (int64_t c = 0; c < cols; ++c) {
-    const Acc g = gamma ? core::element<In>::load(gamma[c]) : Acc(1);
-    const Acc bt = beta ? core::element<In>::load(beta[c]) : Acc(0);
-    y[c] = core::store_from_double<Out>(core::layer_norm_finish(row.at(c), s.mean, rstd, g, bt));
+// LayerNorm (beta != nullptr or not) and RMSNorm (rms) of one row, finished in double.
+template <typename In, typename Out>
+void scalar_norm_row(const In* x, Out* y, int64_t cols, const In* gamma, const In* beta, double eps, bool rms,
+                     float* mean_out, float* rstd_out) {
+  const ScalarRow<In, double> row{x, cols};
+  double mean = 0, var = 0;
+  if (rms) {
+    var = scalar_sum_sq_state(row).mean_square();
+  } else {
+    const core::Welford<double> w = scalar_welford_state(row);
+    mean = w.mean;
+    var = w.variance();
   }
-  if (mean_out) *mean_out = static_cast<float>(s.mean);
-  if (rstd_out) *rstd_out = static_cast<float>(rstd);
-}
-
-template <typename In, typename Out, typename Acc>
-void scalar_rms_norm_row(const In* x, Out* y, int64_t cols, const In* gamma, Acc eps, float* rstd_out) {
-  const ScalarRow<In, Acc> row{x, cols};
-  const Acc rstd = scalar_sum_sq_state(row).rstd(eps);
+  const double rstd = 1.0 / std::sqrt(var + eps);
   for (int64_t c = 0; c < cols; ++c) {
-    const Acc g = gamma ? core::element<In>::load(gamma[c]) : Acc(1);
-    y[c] = core::store_from_double<Out>(core::rms_norm_finish(row.at(c), rstd, g));
+    const double g = gamma ? static_cast<double>(core::element<In>::load(gamma[c])) : 1.0;
+    const double bt = beta ? static_cast<double>(core::element<In>::load(beta[c])) : 0.0;
+    y[c] = core::store_from_double<Out>((row.at(c) - mean) * rstd * g + bt);
   }
+  if (mean_out) *mean_out = static_cast<float>(mean);
   if (rstd_out) *rstd_out = static_cast<float>(rstd);
 }
 
 // LayerNorm / RMSNorm statistics of row r accumulated in double: the fallback for rows whose
-// f32 sums overflow (|x| beyond about 1e19), so that finite inputs never overflow inside.
-void scalar_norm_stats_f64(const onorm_request& q, int64_t r, float& mean, float& rstd);
+// float sums overflow or underflow (core/norm_stats.hpp), so finite inputs never do inside.
+void scalar_norm_stats_f64(const onorm_request& q, int64_t r, double& mean, double& rstd);
 
 // Runs one validated request on rows [row_begin, row_end) with the scalar kernels.
 void scalar_run_rows(const onorm_request& q, int64_t row_begin, int64_t row_end);

@@ -29,6 +29,12 @@ ONORM_HD_INLINE bool norm_float_stats_ok(float sums, float var_eps) {
   return finite_bits(sums) && finite_bits(var_eps) && var_eps >= kNormFloatFloor;
 }
 
+// The same rule for statistics merged in double from float block sums: the sums stayed finite
+// and var + eps is above the floor (rstd is then taken in double: no upper limit on eps).
+ONORM_HD_INLINE bool norm_double_stats_ok(double sums, double var_eps) {
+  return sums - sums == 0.0 && var_eps >= static_cast<double>(kNormFloatFloor);
+}
+
 // The finish of one row: y = ((x * k - mk) * rk) * s + b, and the mean / rstd outputs.
 struct NormCoefs {
   float k, mk, rk;

@@ -30,7 +30,7 @@ struct Welford {
   ONORM_HD_INLINE static Welford of_pivot(int64_t n, F pivot, F s1, F s2) {
     const T c = static_cast<T>(s1) / static_cast<T>(n);
     const T m2 = static_cast<T>(s2) - static_cast<T>(s1) * c;
-    return Welford{n, static_cast<T>(pivot) + c, m2 > T(0) ? m2 : T(0)};
+    return Welford{n, static_cast<T>(pivot) + c, m2 < T(0) ? T(0) : m2};  // NaN stays NaN
   }
 
   ONORM_HD_INLINE void push(T x) {
