@@ -421,6 +421,73 @@ void DeviceRun::fetch(std::vector<unsigned char>& y, std::vector<float>& mean, s
   }
 }
 
+// ---------------------------------------------------------------- checking
+
+onorm_ref::Report check_result(Op op, const onorm_ref::Result& ref, const onorm_rows& y, const void* gamma,
+                               onorm_dtype gamma_dtype, const float* mean, const float* rstd) {
+  // The statistics are judged by the reference as they are; only y gains the rounding rule.
+  onorm_ref::Result stats = ref;
+  stats.cols = 0;
+  stats.y.clear();
+  onorm_ref::Report rep = onorm_ref::check(op, stats, y, gamma, gamma_dtype, mean, rstd);
+  int64_t first_stat_row = rep.violations ? rep.first_row : -1;
+  onorm_ref::Report ys;
+  for (int64_t i = 0; i < ref.rows; ++i) {
+    const double row_mean = ref.mean.empty() ? 0.0 : ref.mean[i];
+    const double row_rstd = ref.rstd.empty() ? 0.0 : ref.rstd[i];
+    for (int64_t c = 0; c < ref.cols; ++c) {
+      const double want = ref.y[static_cast<size_t>(i * ref.cols + c)];
+      const double got = onorm_ref::decode(y.data, y.dtype, i * y.row_stride + c);
+      unsigned char rounded_bits[8];
+      onorm_ref::encode(want, rounded_bits, y.dtype, 0);
+      const double rounded = onorm_ref::decode(rounded_bits, y.dtype, 0);
+      ++ys.checked;
+      bool good;
+      if (std::isnan(want)) {
+        good = std::isnan(got);
+      } else if (got == rounded) {
+        good = true;
+      } else if (std::isinf(want)) {
+        good = false;
+      } else {
+        const double g = gamma ? onorm_ref::decode(gamma, gamma_dtype, c) : 1.0;
+        good = std::isfinite(got) &&
+               std::fabs(got - want) <= onorm_ref::bound(op, y.dtype, want, row_mean, row_rstd, g);
+      }
+      if (std::isfinite(want) && std::isfinite(got)) {
+        const double err = std::fabs(got - want);
+        ys.max_abs = std::max(ys.max_abs, err);
+        if (want != 0) ys.max_rel = std::max(ys.max_rel, err / std::fabs(want));
+        ys.max_ulp = std::max(ys.max_ulp, err / onorm_ref::ulp(want, y.dtype));
+      }
+      if (!good) {
+        if (ys.violations == 0) {
+          ys.first_row = i;
+          ys.first_col = c;
+          ys.first_got = got;
+          ys.first_want = want;
+          ys.first_what = "y";
+        }
+        ++ys.violations;
+      }
+    }
+  }
+  // The first violation in row order; y before the row's statistics.
+  if (ys.violations && (first_stat_row < 0 || ys.first_row <= first_stat_row)) {
+    rep.first_row = ys.first_row;
+    rep.first_col = ys.first_col;
+    rep.first_got = ys.first_got;
+    rep.first_want = ys.first_want;
+    rep.first_what = ys.first_what;
+  }
+  rep.checked += ys.checked;
+  rep.violations += ys.violations;
+  rep.max_abs = std::max(rep.max_abs, ys.max_abs);
+  rep.max_rel = std::max(rep.max_rel, ys.max_rel);
+  rep.max_ulp = std::max(rep.max_ulp, ys.max_ulp);
+  return rep;
+}
+
 // ---------------------------------------------------------------- JSON
 
 std::string json_escape(const std::string& s) {

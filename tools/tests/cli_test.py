@@ -27,12 +27,22 @@ def check(cond, msg):
         raise Failure(msg)
 
 
-def onorm(*args, env=None, expect=None):
+def limit_memory(gib):
+    """A preexec_fn capping the child's address space: a tool that tries to buffer gigabytes
+    fails fast instead of growing the test machine into swap."""
+    def apply():
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (gib << 30, gib << 30))
+    return apply
+
+
+def onorm(*args, env=None, expect=None, mem_gib=None):
     e = dict(os.environ)
     e.pop("ONLINENORM_BACKEND", None)
     if env:
         e.update(env)
-    p = subprocess.run([ONORM] + [str(a) for a in args], capture_output=True, text=True, env=e, timeout=300)
+    p = subprocess.run([ONORM] + [str(a) for a in args], capture_output=True, text=True, env=e, timeout=300,
+                       preexec_fn=limit_memory(mem_gib) if mem_gib else None)
     if expect is not None and p.returncode != expect:
         raise Failure("onorm %s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s"
                       % (" ".join(map(str, args)), p.returncode, expect, p.stdout, p.stderr))
@@ -137,6 +147,13 @@ def test_bound_violation():
           "--perturb-ulps", 100000, expect=3)
     p = onorm("compare", "--op", "softmax", "--rows", 8, "--cols", 128, "--backends", "cpu", "--iters", 1,
               "--perturb-ulps", "5@cuda:7", expect=2)
+    # the reference rounded to the output dtype is never a violation: log-softmax of a row with a
+    # spread of ~1.4e38 overflows to -inf in f16 and bf16, which is the correctly rounded answer
+    for out_dt in ["f16", "bf16", "f32"]:
+        p = onorm("compare", "--op", "log_softmax", "--out-dtype", out_dt, "--dist", "special", "--rows", 16,
+                  "--cols", 64, "--backends", "cpu", "--iters", 1)
+        check(p.returncode == 0 and "FAIL" not in p.stdout, "log_softmax -> %s special: exit %d\n%s%s"
+              % (out_dt, p.returncode, p.stdout, p.stderr))
 
 
 def validate_compare_json(j, nbackends):
@@ -270,9 +287,12 @@ def test_npy_input():
         "huge shape": (write("xh.npy", npy_bytes("<f4", (2 ** 40, 2 ** 40), vals.tobytes())), [], "large"),
         "shape mismatch": (write("xm.npy", npy_bytes("<f4", (rows, cols + 1), vals.tobytes())), [], "truncated"),
         "bad dict": (write("xd.npy", good.replace(b"'shape'", b"'shapf'")), [], "unexpected key"),
+        "directory": (WORK, [], "is a directory"),
+        "endless device": ("/dev/zero", [], "bad magic"),
     }
     for name, (path, extra, needle) in errors.items():
-        p = onorm("compare", "--op", "softmax", "--input", path, *extra, "--backends", "cpu", "--iters", 1)
+        p = onorm("compare", "--op", "softmax", "--input", path, *extra, "--backends", "cpu", "--iters", 1,
+                  mem_gib=4)
         check(p.returncode == 1, "%s: exit %d (want 1)\n%s%s" % (name, p.returncode, p.stdout, p.stderr))
         check(needle in p.stderr and p.stderr.startswith("onorm: error:"), "%s: message %r" % (name, p.stderr))
     # --input and --dist exclude each other (usage)
