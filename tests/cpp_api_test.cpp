@@ -2,6 +2,7 @@
 // exceptions carrying the status and the message; and the C header compiled as C.
 #include "onlinenorm/onlinenorm.hpp"
 
+#include <cstdio>
 #include <limits>
 #include <type_traits>
 
@@ -70,6 +71,17 @@ TEST(CppApi, ErrorCarriesStatusAndMessage) {
     FAIL() << "no throw";
   } catch (const onorm::Error& e) {
     EXPECT_EQ(e.status(), ONORM_ERROR_INVALID_ARGUMENT);
+  }
+  // The message shows the eps given, however small (not "-0.000000").
+  for (double eps : {-1e-9, -1e-300, -0.1}) {
+    try {
+      ctx.rms_norm(onorm::Rows(x, 1, 4), onorm::Rows(y, 1, 4), nullptr, eps);
+      ADD_FAILURE() << "no throw for eps " << eps;
+    } catch (const onorm::Error& e) {
+      char want[40];
+      std::snprintf(want, sizeof want, "got %g", eps);
+      EXPECT_NE(e.detail().find(want), std::string::npos) << e.detail();
+    }
   }
   EXPECT_THROW(ctx.softmax(onorm::Rows(x, ONORM_F8_E4M3, 1, 4), onorm::Rows(y, 1, 4)), onorm::Error);
   EXPECT_THROW(onorm::check(ONORM_ERROR_DEVICE), onorm::Error);
