@@ -37,6 +37,10 @@ const char* const kMainUsage =
     "  compare   one operator on every backend over the same input: one table\n"
     "  bench     the width sweep on one backend, with a device copy as the ceiling\n"
     "\n"
+    "options:\n"
+    "  --help    this text\n"
+    "  --version the tool's version\n"
+    "\n"
     "`onorm <command> --help` describes a command's options.\n"
     "Exit status: 0 ok, 1 error, 2 usage error, 3 a result outside the contract's bound,\n"
     "130 interrupted.\n";
@@ -148,7 +152,22 @@ int cmd_info(int argc, char** argv) {
   for (int i = 0; i < std::min(got, nt); ++i) std::cout << " " << names[i];
   std::cout << "\n";
   if (const char* cap = std::getenv("ONLINENORM_CPU_TARGET")) std::cout << "ONLINENORM_CPU_TARGET=" << cap << "\n";
-  if (const char* be = std::getenv("ONLINENORM_BACKEND")) std::cout << "ONLINENORM_BACKEND=" << be << "\n";
+  // What ONORM_BACKEND_AUTO does with the variable: a value the library refuses is shown as
+  // such, with its reason, not just echoed.
+  if (const char* be = std::getenv("ONLINENORM_BACKEND")) {
+    std::cout << "ONLINENORM_BACKEND=" << be;
+    if (*be) {
+      onorm_context ctx = nullptr;
+      const onorm_status s = onorm_create(ONORM_BACKEND_AUTO, 0, &ctx);
+      if (s == ONORM_OK) std::cout << " (AUTO selects " << onorm_backend_name(ctx) << ")";
+      else if (s == ONORM_ERROR_INVALID_ARGUMENT) std::cout << " (invalid: " << onorm_last_error() << ")";
+      else std::cout << " (" << onorm_status_string(s) << ": " << onorm_last_error() << ")";
+      onorm_destroy(ctx);
+    } else {
+      std::cout << " (empty: same as unset)";
+    }
+    std::cout << "\n";
+  }
   return kExitOk;
 }
 

@@ -57,7 +57,8 @@ const char* backend_kind_name(onorm_backend b) {
 
 std::string BackendSpec::label() const {
   std::string s = backend_kind_name(kind);
-  if (kind != ONORM_BACKEND_CPU) s += ":" + std::to_string(device);
+  // The CPU is "cpu" (its only device); any other index is kept so that messages name it.
+  if (kind != ONORM_BACKEND_CPU || device != 0) s += ":" + std::to_string(device);
   return s;
 }
 

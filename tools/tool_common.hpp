@@ -38,7 +38,7 @@ size_t dtype_size(onorm_dtype d);
 struct BackendSpec {
   onorm_backend kind = ONORM_BACKEND_CPU;
   int device = 0;
-  std::string label() const;  // "cpu", "cuda:0", "hip:1"
+  std::string label() const;  // "cpu", "cuda:0", "hip:1" ("cpu:1" for a CPU index that is not 0)
 };
 bool parse_backend(const std::string& s, BackendSpec& out);
 const char* backend_kind_name(onorm_backend b);

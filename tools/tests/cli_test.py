@@ -351,7 +351,13 @@ def test_usage_errors():
     p = onorm("compare", "--op", "softmax", "--rows", 4, "--cols", 8, "--backends", "cpu,hip:99", expect=1)
     check("hip:99 is unavailable" in p.stderr, p.stderr)
     p = onorm("run", "--op", "softmax", "--rows", 4, "--cols", 8, "--backend", "cpu:1", expect=1)
-    check("unavailable" in p.stderr, p.stderr)
+    check("cpu:1 is unavailable" in p.stderr, p.stderr)  # the device index is not dropped
+    p = onorm("compare", "--op", "softmax", "--rows", 4, "--cols", 8, "--backends", "cpu:2", expect=1)
+    check("cpu:2 is unavailable" in p.stderr, p.stderr)
+    # the version, and the usage says how to get it
+    p = onorm("--version", expect=0)
+    check(p.stdout.startswith("onorm ") and len(p.stdout.split()) == 2, p.stdout)
+    check("--version" in onorm("--help", expect=0).stdout, "usage lacks --version")
     # a dtype the backend does not take: the library's message
     import re
     if not re.search(r"^  cuda +available", onorm("info").stdout, re.M):
@@ -382,6 +388,14 @@ def test_info():
         check(("%s available" % b) in out.replace("  ", " ") or ("%s unavailable: " % b) in out.replace("  ", " "),
               out)
     check("cpu targets (best first): " in out and len(out.split("cpu targets (best first): ")[1].split()) >= 1, out)
+    # ONLINENORM_BACKEND is judged, not just echoed
+    p = onorm("info", env={"ONLINENORM_BACKEND": "gpu:x"}, expect=0)
+    line = [l for l in p.stdout.splitlines() if l.startswith("ONLINENORM_BACKEND=")]
+    check(line and "gpu:x" in line[0] and "invalid" in line[0] and "cpu, cuda[:N], hip[:N]" in line[0], p.stdout)
+    p = onorm("info", env={"ONLINENORM_BACKEND": "cpu"}, expect=0)
+    check("ONLINENORM_BACKEND=cpu (AUTO selects cpu" in p.stdout, p.stdout)
+    p = onorm("info", env={"ONLINENORM_BACKEND": "cpu:3"}, expect=0)
+    check("ONLINENORM_BACKEND=cpu:3 (backend unavailable: " in p.stdout, p.stdout)
 
 
 def validate_bench_json(j):
