@@ -1,5 +1,8 @@
 #include "tool_common.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -222,16 +225,17 @@ void encode_floats(const float* src, size_t n, onorm_dtype dtype, unsigned char*
   }
 }
 
-void generate_input(Problem& p, Dist dist, uint64_t seed) {
-  const int64_t n = p.rows * p.cols;
-  std::vector<float> v(static_cast<size_t>(n));
+void generate_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel) {
+  std::vector<float> row(static_cast<size_t>(p.cols));
   Rng rng{seed * 0x2545f4914f6cdd1dull + 1};
   const float inf = std::numeric_limits<float>::infinity();
   const bool softmax_like = p.op == Op::softmax || p.op == Op::log_softmax;
+  const size_t row_bytes = static_cast<size_t>(p.cols) * dtype_size(p.in);
+  p.x.resize(p.x_bytes());
   for (int64_t r = 0; r < p.rows; ++r) {
-    float* row = v.data() + r * p.cols;
     const int kind = dist == Dist::special ? static_cast<int>(r % 8) : -1;
     for (int64_t c = 0; c < p.cols; ++c) {
+      if (cancel && (c & 0xffff) == 0 && *cancel) throw Interrupted();
       float x;
       switch (dist) {
         case Dist::normal: x = static_cast<float>(rng.normal()); break;
@@ -254,13 +258,12 @@ void generate_input(Problem& p, Dist dist, uint64_t seed) {
           }
           break;
       }
-      row[c] = x;
+      row[static_cast<size_t>(c)] = x;
     }
-    if (kind == 1) row[(r * 7) % p.cols] = std::numeric_limits<float>::quiet_NaN();
-    if (kind == 2) row[(r * 5) % p.cols] = inf;
+    if (kind == 1) row[static_cast<size_t>((r * 7) % p.cols)] = std::numeric_limits<float>::quiet_NaN();
+    if (kind == 2) row[static_cast<size_t>((r * 5) % p.cols)] = inf;
+    encode_floats(row.data(), row.size(), p.in, p.x.data() + static_cast<size_t>(r) * row_bytes);
   }
-  p.x.resize(p.x_bytes());
-  encode_floats(v.data(), v.size(), p.in, p.x.data());
 }
 
 void generate_params(Problem& p, uint64_t seed) {
@@ -370,7 +373,8 @@ void DeviceRun::upload(void* dst, const void* src, size_t bytes) {
 
 void DeviceRun::reshape(Op op, int64_t rows, int64_t cols) {
   const bool needs_params = op == Op::layer_norm || op == Op::rms_norm;
-  if (rows * cols > capacity_ || (needs_params && (cols > p_.cols || rows > stats_capacity_)) ||
+  const int64_t param_cols = static_cast<int64_t>(p_.gamma.size() / dtype_size(p_.in));
+  if (rows * cols > capacity_ || (needs_params && (cols > param_cols || rows > stats_capacity_)) ||
       (needs_params && !p_.has_gamma()) || (op == Op::layer_norm && p_.op != Op::layer_norm))
     throw ToolError("internal: reshape beyond the buffers allocated");
   op_ = op;
@@ -553,8 +557,10 @@ Json& Json::value(double d) {
   if (!std::isfinite(d)) {
     s_ += "null";
   } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", d);
+    // The shortest text that reads back as d (%.9g dropped digits of large counts).
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.15g", d);
+    if (std::strtod(buf, nullptr) != d) std::snprintf(buf, sizeof buf, "%.17g", d);
     s_ += buf;
   }
   return *this;
@@ -568,6 +574,41 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (!f) throw ToolError(path + ": cannot create (" + std::strerror(errno) + ")");
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !ok) throw ToolError(path + ": write failed");
+}
+
+OutputFile::OutputFile(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd_ >= 0) {
+    created_ = true;
+  } else if (errno == EEXIST) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // not truncated until write()
+  }
+  if (fd_ < 0) throw ToolError(path + ": cannot write (" + std::strerror(errno) + ")");
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (created_ && !written_) ::unlink(path_.c_str());
+}
+
+void OutputFile::write(const std::string& text) {
+  if (::ftruncate(fd_, 0) != 0 && errno != EINVAL)  // EINVAL: not a regular file (a pipe, /dev/stdout)
+    throw ToolError(path_ + ": cannot truncate (" + std::strerror(errno) + ")");
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::pwrite(fd_, text.data() + done, text.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == ESPIPE) {  // not seekable: plain writes
+      const ssize_t m = ::write(fd_, text.data() + done, text.size() - done);
+      if (m < 0 && errno == EINTR) continue;
+      if (m <= 0) throw ToolError(path_ + ": write failed (" + std::strerror(errno) + ")");
+      done += static_cast<size_t>(m);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw ToolError(path_ + ": write failed (" + std::strerror(errno) + ")");
+    done += static_cast<size_t>(n);
+  }
+  written_ = true;
 }
 
 std::string fmt_sci(double v) {
