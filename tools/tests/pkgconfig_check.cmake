@@ -1,7 +1,7 @@
 # Installs the build tree into a scratch prefix, then builds and runs a C program with the flags
 # `pkg-config --cflags --libs onlinenorm` gives for that prefix: the installed onlinenorm.pc must
 # point into wherever the tree was installed.
-# -DBUILD_DIR -DWORK_DIR -DPKG_CONFIG -DC_COMPILER
+# -DBUILD_DIR -DWORK_DIR -DPKG_CONFIG -DC_COMPILER [-DEXTRA_FLAGS: the sanitizer flags the build used]
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
@@ -54,7 +54,8 @@ int main(void) {
   return bad;
 }
 ]=])
-execute_process(COMMAND ${C_COMPILER} "${WORK_DIR}/main.c" -o "${WORK_DIR}/main" ${flag_list}
+separate_arguments(extra UNIX_COMMAND "${EXTRA_FLAGS}")
+execute_process(COMMAND ${C_COMPILER} ${extra} "${WORK_DIR}/main.c" -o "${WORK_DIR}/main" ${flag_list}
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(rc)
   message(FATAL_ERROR "compiling with the pkg-config flags failed: ${err}")
