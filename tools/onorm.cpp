@@ -829,7 +829,7 @@ MemoryNeed bench_memory(bool gpu, onorm_dtype d, int64_t elems, int64_t cols, in
 
 std::string gb_text(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g GB", bytes / 1e9);
+  std::snprintf(buf, sizeof buf, bytes >= 1e11 ? "%.0f GB" : "%.3g GB", bytes / 1e9);
   return buf;
 }
 
