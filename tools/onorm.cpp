@@ -985,6 +985,7 @@ int cmd_bench(int argc, char** argv) {
     base.in = base.out = d;
     base.cols = g.cols;
     base.rows = (g.elems + g.cols - 1) / g.cols;
+    if (tty && done) std::printf("\n");  // below the progress line updated in place
     std::printf("setting up %s: x and y of %lld elements (%s each)\n", dtype_name(d),
                 static_cast<long long>(base.rows * base.cols),
                 gb_text(static_cast<double>(base.x_bytes())).c_str());
