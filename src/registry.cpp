@@ -124,6 +124,8 @@ onorm_status resolve_backend(onorm_backend requested, int device, onorm_backend&
         return fail(ONORM_ERROR_INVALID_ARGUMENT,
                     std::string("ONLINENORM_BACKEND='") + env + "' is not one of cpu, cuda[:N], hip[:N]");
     } else {
+      // The best backend that has this device: a GPU, else the CPU, which has device 0 only.
+      // A device index no backend has is an error, not a quiet fall back to the CPU.
       kind = ONORM_BACKEND_CPU;
       for (onorm_backend gpu : {ONORM_BACKEND_CUDA, ONORM_BACKEND_HIP}) {
         if (backend_entry(gpu).device_count > device) {
@@ -131,7 +133,12 @@ onorm_status resolve_backend(onorm_backend requested, int device, onorm_backend&
           break;
         }
       }
-      if (kind == ONORM_BACKEND_CPU) resolved = 0;
+      if (kind == ONORM_BACKEND_CPU && device != 0)
+        return fail(ONORM_ERROR_BACKEND_UNAVAILABLE,
+                    "AUTO: no backend has device " + std::to_string(device) + " (cuda has " +
+                        std::to_string(backend_entry(ONORM_BACKEND_CUDA).device_count) + ", hip has " +
+                        std::to_string(backend_entry(ONORM_BACKEND_HIP).device_count) +
+                        " device(s); the cpu has device 0 only)");
     }
   } else if (requested < ONORM_BACKEND_AUTO || requested > ONORM_BACKEND_HIP) {
     return fail(ONORM_ERROR_INVALID_ARGUMENT,

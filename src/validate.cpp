@@ -1,6 +1,8 @@
 #include "validate.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "last_error.hpp"
@@ -127,6 +129,17 @@ onorm_status check_rows(const onorm_rows& r, const char* what) {
 
 }  // namespace
 
+namespace {
+// The shortest decimal text that reads back as v: a tiny negative eps must not print as
+// "-0.000000" (std::to_string's %f).
+std::string number_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+}  // namespace
+
 onorm_status validate_request(const onorm_request& q, bool& empty) {
   empty = false;
   if (onorm_status s = check_rows(q.x, "x")) return s;
@@ -137,7 +150,7 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
   const bool is_norm = q.op == ONORM_OP_LAYER_NORM || q.op == ONORM_OP_RMS_NORM;
   if (is_norm && (std::isnan(q.eps) || q.eps < 0))
     return fail(ONORM_ERROR_INVALID_ARGUMENT,
-                std::string(op_name(q.op)) + ": eps must be >= 0 and not NaN, got " + std::to_string(q.eps));
+                std::string(op_name(q.op)) + ": eps must be >= 0 and not NaN, got " + number_text(q.eps));
   if (q.x.dtype == ONORM_F8_E4M3 || q.y.dtype == ONORM_F8_E4M3)
     return fail(ONORM_ERROR_UNSUPPORTED,
                 std::string(op_name(q.op)) + ": f8_e4m3 is reserved for the quantizing operations");

@@ -2,6 +2,8 @@
 // exceptions carrying the status and the message; and the C header compiled as C.
 #include "onlinenorm/onlinenorm.hpp"
 
+#include <cstdio>
+#include <limits>
 #include <type_traits>
 
 #include "common/op_case.hpp"
@@ -70,6 +72,17 @@ TEST(CppApi, ErrorCarriesStatusAndMessage) {
   } catch (const onorm::Error& e) {
     EXPECT_EQ(e.status(), ONORM_ERROR_INVALID_ARGUMENT);
   }
+  // The message shows the eps given, however small (not "-0.000000").
+  for (double eps : {-1e-9, -1e-300, -0.1}) {
+    try {
+      ctx.rms_norm(onorm::Rows(x, 1, 4), onorm::Rows(y, 1, 4), nullptr, eps);
+      ADD_FAILURE() << "no throw for eps " << eps;
+    } catch (const onorm::Error& e) {
+      char want[40];
+      std::snprintf(want, sizeof want, "got %g", eps);
+      EXPECT_NE(e.detail().find(want), std::string::npos) << e.detail();
+    }
+  }
   EXPECT_THROW(ctx.softmax(onorm::Rows(x, ONORM_F8_E4M3, 1, 4), onorm::Rows(y, 1, 4)), onorm::Error);
   EXPECT_THROW(onorm::check(ONORM_ERROR_DEVICE), onorm::Error);
   EXPECT_NO_THROW(onorm::check(ONORM_OK));
@@ -95,6 +108,34 @@ TEST(CppApi, ContextMoveAndRelease) {
   EXPECT_FALSE(onorm::cpu_targets().empty());
   EXPECT_EQ(onorm::device_count(ONORM_BACKEND_CPU), 1);
   EXPECT_EQ(onorm::unavailable_reason(ONORM_BACKEND_CPU), "");
+}
+
+// A count whose byte size wraps size_t must not allocate the wrapped (tiny) size: upload into
+// such a buffer would then write far past it.
+TEST(CppApi, BufferSizeOverflowThrows) {
+  onorm::Context ctx(ONORM_BACKEND_CPU);
+  const std::size_t max = std::numeric_limits<std::size_t>::max();
+  for (std::size_t count : {max / 4 + 2, max / 4 + 1, max}) {
+    try {
+      onorm::Buffer<float> b(ctx, count);
+      ADD_FAILURE() << count << " floats: no throw, got a buffer of " << b.size() << " elements";
+    } catch (const onorm::Error& e) {
+      EXPECT_EQ(e.status(), ONORM_ERROR_INVALID_ARGUMENT) << e.what();
+      EXPECT_NE(std::string(e.what()).find("overflow"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(onorm::Buffer<double>(ctx, max / 8 + 1), onorm::Error);  // wraps to exactly 0 bytes
+  // Counts beyond the buffer are refused before any copy, both ways.
+  onorm::Buffer<float> small(ctx, 1);
+  std::vector<float> host(1024, 1.0f);
+  EXPECT_THROW(small.upload(host.data(), host.size()), onorm::Error);
+  EXPECT_THROW(small.download(host.data(), host.size()), onorm::Error);
+  small.upload(host.data(), 1);
+  EXPECT_EQ(small.download(), std::vector<float>{1.0f});
+  // An empty (default) buffer takes count 0 and refuses anything more.
+  onorm::Buffer<float> none;
+  EXPECT_NO_THROW(none.upload(host.data(), 0));
+  EXPECT_THROW(none.upload(host.data(), 1), onorm::Error);
 }
 
 class CppApiOps : public ::testing::TestWithParam<onorm_backend> {};

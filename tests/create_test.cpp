@@ -1,5 +1,6 @@
 // Context creation and backend selection: explicit backends and devices, bad values, AUTO
 // with and without ONLINENORM_BACKEND, and the small functions around a context.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -95,6 +96,24 @@ TEST(Create, AutoWithoutEnvironmentPrefersGpu) {
   onorm_backend k;
   ASSERT_EQ(create(ONORM_BACKEND_AUTO, 0, &k), ONORM_OK);
   EXPECT_EQ(k, best_gpu());
+}
+
+// AUTO with a device index picks the best backend that has that device; when none has it the
+// call fails rather than handing out the CPU's device 0 under another index.
+TEST(Create, AutoDeviceNoBackendHas) {
+  EnvGuard env("ONLINENORM_BACKEND", nullptr);
+  const int most = std::max(onorm_backend_device_count(ONORM_BACKEND_CUDA), onorm_backend_device_count(ONORM_BACKEND_HIP));
+  for (int dev : {std::max(most, 1), most + 7}) {
+    SCOPED_TRACE(dev);
+    EXPECT_EQ(create(ONORM_BACKEND_AUTO, dev), ONORM_ERROR_BACKEND_UNAVAILABLE);
+    EXPECT_NE(std::string(onorm_last_error()).find("device " + std::to_string(dev)), std::string::npos)
+        << onorm_last_error();
+  }
+  if (most >= 2) {
+    onorm_backend k;
+    EXPECT_EQ(create(ONORM_BACKEND_AUTO, 1, &k), ONORM_OK);
+    EXPECT_NE(k, ONORM_BACKEND_CPU);
+  }
 }
 
 TEST(Create, AutoEmptyEnvironmentIsUnset) {

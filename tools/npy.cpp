@@ -1,5 +1,10 @@
 #include "npy.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +21,7 @@ int64_t NpyArray::elements() const {
 namespace {
 
 const unsigned char kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+constexpr size_t kMaxHeader = size_t{1} << 20;
 
 // A cursor over the header text; every accessor checks bounds.
 struct Cursor {
@@ -217,11 +223,9 @@ bool parse_header(const char* text, size_t len, NpyArray& out, std::string& err)
   return true;
 }
 
-}  // namespace
-
-bool parse_npy(const unsigned char* bytes, size_t size, NpyArray& out, std::string& err) {
-  out = NpyArray{};
-  NpyArray a;
+// The fixed part before the header dict: magic, version, header length.
+bool parse_preamble(const unsigned char* bytes, size_t size, size_t& preamble, size_t& header_len,
+                    std::string& err) {
   if (size < 10) {
     err = "not a .npy file: shorter than the 10-byte preamble";
     return false;
@@ -231,7 +235,6 @@ bool parse_npy(const unsigned char* bytes, size_t size, NpyArray& out, std::stri
     return false;
   }
   const int major = bytes[6], minor = bytes[7];
-  size_t header_len = 0, preamble = 0;
   if (major == 1) {
     header_len = static_cast<size_t>(bytes[8]) | (static_cast<size_t>(bytes[9]) << 8);
     preamble = 10;
@@ -251,16 +254,23 @@ bool parse_npy(const unsigned char* bytes, size_t size, NpyArray& out, std::stri
     err = "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor);
     return false;
   }
-  if (header_len > size - preamble) {
-    err = "truncated .npy file: header of " + std::to_string(header_len) + " bytes, file has " +
-          std::to_string(size - preamble) + " after the preamble";
+  // A valid dict is at most a few hundred bytes plus padding (strings of 64 characters, 32
+  // dimensions); this bound keeps a forged length from making the file reader buffer gigabytes.
+  if (header_len > kMaxHeader) {
+    err = "bad .npy header: " + std::to_string(header_len) + " bytes, more than the " +
+          std::to_string(kMaxHeader) + " this reader accepts";
     return false;
   }
-  if (!parse_header(reinterpret_cast<const char*>(bytes + preamble), header_len, a, err)) {
+  return true;
+}
+
+// The header dict, and the data size it promises (overflow-checked).
+bool parse_header_block(const unsigned char* text, size_t len, NpyArray& a, uint64_t& data_bytes,
+                        std::string& err) {
+  if (!parse_header(reinterpret_cast<const char*>(text), len, a, err)) {
     err = "bad .npy header: " + err;
     return false;
   }
-  // Size of the data section, with overflow checks, before anything is allocated.
   uint64_t count = 1;
   for (int64_t d : a.shape) {
     if (d != 0 && count > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
@@ -273,16 +283,50 @@ bool parse_npy(const unsigned char* bytes, size_t size, NpyArray& out, std::stri
     err = "shape is too large";
     return false;
   }
-  const uint64_t data_bytes = count * static_cast<uint64_t>(a.item_size);
-  const uint64_t have = size - preamble - header_len;
-  if (have < data_bytes) {
-    err = "truncated .npy file: shape needs " + std::to_string(data_bytes) + " data bytes, file has " +
-          std::to_string(have);
+  data_bytes = count * static_cast<uint64_t>(a.item_size);
+  return true;
+}
+
+std::string data_size_error(uint64_t want, uint64_t have) {
+  if (have < want)
+    return "truncated .npy file: shape needs " + std::to_string(want) + " data bytes, file has " +
+           std::to_string(have);
+  return "mismatched .npy file: " + std::to_string(have - want) + " bytes beyond the data the shape describes";
+}
+
+// Reads up to n bytes, retrying short reads and EINTR; returns the count read (less at end of
+// input), or -1 on a read error (errno set).
+int64_t read_up_to(int fd, unsigned char* dst, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, dst + got, std::min<size_t>(n - got, size_t{1} << 30));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  return static_cast<int64_t>(got);
+}
+
+}  // namespace
+
+bool parse_npy(const unsigned char* bytes, size_t size, NpyArray& out, std::string& err) {
+  out = NpyArray{};
+  NpyArray a;
+  size_t preamble = 0, header_len = 0;
+  if (!parse_preamble(bytes, size, preamble, header_len, err)) return false;
+  if (header_len > size - preamble) {
+    err = "truncated .npy file: header of " + std::to_string(header_len) + " bytes, file has " +
+          std::to_string(size - preamble) + " after the preamble";
     return false;
   }
-  if (have > data_bytes) {
-    err = "mismatched .npy file: " + std::to_string(have - data_bytes) +
-          " bytes beyond the data the shape describes";
+  uint64_t data_bytes = 0;
+  if (!parse_header_block(bytes + preamble, header_len, a, data_bytes, err)) return false;
+  const uint64_t have = size - preamble - header_len;
+  if (have != data_bytes) {
+    err = data_size_error(data_bytes, have);
     return false;
   }
   const unsigned char* data = bytes + preamble + header_len;
@@ -291,37 +335,74 @@ bool parse_npy(const unsigned char* bytes, size_t size, NpyArray& out, std::stri
   return true;
 }
 
+// The header is read and checked first, then exactly the data bytes it promises: a file that is
+// not a .npy (or a device like /dev/zero) costs a few bytes of memory, not its size.
 bool read_npy_file(const std::string& path, NpyArray& out, std::string& err, uint64_t max_bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) {
+  out = NpyArray{};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     err = path + ": cannot open (" + std::strerror(errno) + ")";
     return false;
   }
-  std::vector<unsigned char> bytes;
-  unsigned char buf[1 << 16];
-  size_t n;
-  bool too_big = false;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-    if (bytes.size() + n > max_bytes) {
-      too_big = true;
-      break;
-    }
-    bytes.insert(bytes.end(), buf, buf + n);
-  }
-  const bool read_error = std::ferror(f) != 0;
-  std::fclose(f);
-  if (read_error) {
-    err = path + ": read error";
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  auto fail = [&](const std::string& why) {
+    err = path + ": " + why;
     return false;
+  };
+  auto read_error = [&] { return fail(std::string("read error (") + std::strerror(errno) + ")"); };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail(std::string("cannot stat (") + std::strerror(errno) + ")");
+  if (S_ISDIR(st.st_mode)) return fail("is a directory, not a .npy file");
+  const bool regular = S_ISREG(st.st_mode);
+  const uint64_t file_size = regular ? static_cast<uint64_t>(st.st_size) : 0;
+
+  unsigned char pre[12];
+  int64_t n = read_up_to(fd, pre, 10);
+  if (n < 0) return read_error();
+  size_t got = static_cast<size_t>(n);
+  if (got == 10 && (pre[6] == 2 || pre[6] == 3)) {
+    if ((n = read_up_to(fd, pre + 10, 2)) < 0) return read_error();
+    got += static_cast<size_t>(n);
   }
-  if (too_big) {
-    err = path + ": larger than " + std::to_string(max_bytes) + " bytes";
-    return false;
+  size_t preamble = 0, header_len = 0;
+  if (!parse_preamble(pre, got, preamble, header_len, err)) return fail(err);
+  if (regular && header_len > file_size - preamble)
+    return fail("truncated .npy file: header of " + std::to_string(header_len) + " bytes, file has " +
+                std::to_string(file_size - preamble) + " after the preamble");
+  std::vector<unsigned char> header(header_len);
+  if ((n = read_up_to(fd, header.data(), header_len)) < 0) return read_error();
+  if (static_cast<size_t>(n) < header_len)
+    return fail("truncated .npy file: header of " + std::to_string(header_len) + " bytes, file has " +
+                std::to_string(n) + " after the preamble");
+  NpyArray a;
+  uint64_t data_bytes = 0;
+  if (!parse_header_block(header.data(), header_len, a, data_bytes, err)) return fail(err);
+  const uint64_t offset = preamble + header_len;
+  if (offset > max_bytes || data_bytes > max_bytes - offset)
+    return fail("larger than " + std::to_string(max_bytes) + " bytes");
+  if (regular && file_size - offset != data_bytes) return fail(data_size_error(data_bytes, file_size - offset));
+
+  // A regular file's size is known to match, so its buffer is sized at once; a pipe or device
+  // grows the buffer only as data arrives, so a header promising more than comes costs nothing.
+  const size_t chunk = regular ? static_cast<size_t>(data_bytes) : size_t{1} << 26;
+  size_t have = 0;
+  while (have < data_bytes) {
+    const size_t step = static_cast<size_t>(std::min<uint64_t>(chunk, data_bytes - have));
+    a.data.resize(have + step);
+    if ((n = read_up_to(fd, a.data.data() + have, step)) < 0) return read_error();
+    have += static_cast<size_t>(n);
+    if (static_cast<size_t>(n) < step) return fail(data_size_error(data_bytes, have));
   }
-  if (!parse_npy(bytes.data(), bytes.size(), out, err)) {
-    err = path + ": " + err;
-    return false;
+  unsigned char extra;
+  if ((n = read_up_to(fd, &extra, 1)) < 0) return read_error();
+  if (n > 0) {
+    return fail(regular ? "changed while being read (more data than its size said)"
+                        : "mismatched .npy file: bytes beyond the data the shape describes");
   }
+  out = std::move(a);
   return true;
 }
 

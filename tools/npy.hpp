@@ -25,7 +25,9 @@ struct NpyArray {
 // Parses an in-memory .npy image. On failure returns false and sets err (no partial result).
 bool parse_npy(const unsigned char* bytes, size_t size, NpyArray& out, std::string& err);
 
-// Reads a file and parses it. max_bytes bounds the file size accepted (default 16 GiB).
+// Reads a file and parses it: the preamble and header first, then exactly the data bytes the
+// header promises (a regular file's size must match; a pipe or device that ends early is a
+// truncated file). max_bytes bounds the size accepted (default 16 GiB).
 bool read_npy_file(const std::string& path, NpyArray& out, std::string& err,
                    uint64_t max_bytes = (uint64_t{1} << 34));
 

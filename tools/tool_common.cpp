@@ -1,5 +1,8 @@
 #include "tool_common.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -57,7 +60,8 @@ const char* backend_kind_name(onorm_backend b) {
 
 std::string BackendSpec::label() const {
   std::string s = backend_kind_name(kind);
-  if (kind != ONORM_BACKEND_CPU) s += ":" + std::to_string(device);
+  // The CPU is "cpu" (its only device); any other index is kept so that messages name it.
+  if (kind != ONORM_BACKEND_CPU || device != 0) s += ":" + std::to_string(device);
   return s;
 }
 
@@ -221,16 +225,17 @@ void encode_floats(const float* src, size_t n, onorm_dtype dtype, unsigned char*
   }
 }
 
-void generate_input(Problem& p, Dist dist, uint64_t seed) {
-  const int64_t n = p.rows * p.cols;
-  std::vector<float> v(static_cast<size_t>(n));
+void generate_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel) {
+  std::vector<float> row(static_cast<size_t>(p.cols));
   Rng rng{seed * 0x2545f4914f6cdd1dull + 1};
   const float inf = std::numeric_limits<float>::infinity();
   const bool softmax_like = p.op == Op::softmax || p.op == Op::log_softmax;
+  const size_t row_bytes = static_cast<size_t>(p.cols) * dtype_size(p.in);
+  p.x.resize(p.x_bytes());
   for (int64_t r = 0; r < p.rows; ++r) {
-    float* row = v.data() + r * p.cols;
     const int kind = dist == Dist::special ? static_cast<int>(r % 8) : -1;
     for (int64_t c = 0; c < p.cols; ++c) {
+      if (cancel && (c & 0xffff) == 0 && *cancel) throw Interrupted();
       float x;
       switch (dist) {
         case Dist::normal: x = static_cast<float>(rng.normal()); break;
@@ -253,13 +258,12 @@ void generate_input(Problem& p, Dist dist, uint64_t seed) {
           }
           break;
       }
-      row[c] = x;
+      row[static_cast<size_t>(c)] = x;
     }
-    if (kind == 1) row[(r * 7) % p.cols] = std::numeric_limits<float>::quiet_NaN();
-    if (kind == 2) row[(r * 5) % p.cols] = inf;
+    if (kind == 1) row[static_cast<size_t>((r * 7) % p.cols)] = std::numeric_limits<float>::quiet_NaN();
+    if (kind == 2) row[static_cast<size_t>((r * 5) % p.cols)] = inf;
+    encode_floats(row.data(), row.size(), p.in, p.x.data() + static_cast<size_t>(r) * row_bytes);
   }
-  p.x.resize(p.x_bytes());
-  encode_floats(v.data(), v.size(), p.in, p.x.data());
 }
 
 void generate_params(Problem& p, uint64_t seed) {
@@ -369,7 +373,8 @@ void DeviceRun::upload(void* dst, const void* src, size_t bytes) {
 
 void DeviceRun::reshape(Op op, int64_t rows, int64_t cols) {
   const bool needs_params = op == Op::layer_norm || op == Op::rms_norm;
-  if (rows * cols > capacity_ || (needs_params && (cols > p_.cols || rows > stats_capacity_)) ||
+  const int64_t param_cols = static_cast<int64_t>(p_.gamma.size() / dtype_size(p_.in));
+  if (rows * cols > capacity_ || (needs_params && (cols > param_cols || rows > stats_capacity_)) ||
       (needs_params && !p_.has_gamma()) || (op == Op::layer_norm && p_.op != Op::layer_norm))
     throw ToolError("internal: reshape beyond the buffers allocated");
   op_ = op;
@@ -419,6 +424,60 @@ void DeviceRun::fetch(std::vector<unsigned char>& y, std::vector<float>& mean, s
     rstd.resize(static_cast<size_t>(rows_));
     down(rstd.data(), rstd_, rstd.size() * 4);
   }
+}
+
+// ---------------------------------------------------------------- checking
+
+onorm_ref::Report check_result(Op op, const onorm_ref::Result& ref, const onorm_rows& y, const void* gamma,
+                               onorm_dtype gamma_dtype, const float* mean, const float* rstd) {
+  // The statistics are judged by the reference as they are; only y gains the rounding rule.
+  // (A copy without y: the reference's y may be gigabytes.)
+  onorm_ref::Result stats;
+  stats.rows = ref.rows;
+  stats.mean = ref.mean;
+  stats.rstd = ref.rstd;
+  onorm_ref::Report rep = onorm_ref::check(op, stats, y, gamma, gamma_dtype, mean, rstd);
+  const int64_t first_stat_row = rep.violations ? rep.first_row : -1;
+  int64_t y_bad = 0, y_row = -1, y_col = -1;  // y's violations and its first one
+  double y_got = 0, y_want = 0;
+  unsigned char rounded_bits[8];
+  for (int64_t i = 0; i < ref.rows; ++i) {
+    const double row_mean = ref.mean.empty() ? 0.0 : ref.mean[i];
+    const double row_rstd = ref.rstd.empty() ? 0.0 : ref.rstd[i];
+    for (int64_t c = 0; c < ref.cols; ++c) {
+      const double want = ref.y[static_cast<size_t>(i * ref.cols + c)];
+      const double got = onorm_ref::decode(y.data, y.dtype, i * y.row_stride + c);
+      onorm_ref::encode(want, rounded_bits, y.dtype, 0);
+      const bool finite = std::isfinite(got) && std::isfinite(want);
+      const double err = finite ? std::fabs(got - want) : 0.0;
+      if (finite) {
+        rep.max_abs = std::max(rep.max_abs, err);
+        rep.max_ulp = std::max(rep.max_ulp, err / onorm_ref::ulp(want, y.dtype));
+        if (want != 0) rep.max_rel = std::max(rep.max_rel, err / std::fabs(want));
+      }
+      const double g = gamma ? onorm_ref::decode(gamma, gamma_dtype, c) : 1.0;
+      const bool good = std::isnan(want) ? std::isnan(got)
+                        : got == onorm_ref::decode(rounded_bits, y.dtype, 0) ||
+                              (finite && err <= onorm_ref::bound(op, y.dtype, want, row_mean, row_rstd, g));
+      ++rep.checked;
+      if (!good && y_bad++ == 0) {
+        y_row = i;
+        y_col = c;
+        y_got = got;
+        y_want = want;
+      }
+    }
+  }
+  // The first violation in row order; y before the row's statistics.
+  if (y_bad && (first_stat_row < 0 || y_row <= first_stat_row)) {
+    rep.first_row = y_row;
+    rep.first_col = y_col;
+    rep.first_got = y_got;
+    rep.first_want = y_want;
+    rep.first_what = "y";
+  }
+  rep.violations += y_bad;
+  return rep;
 }
 
 // ---------------------------------------------------------------- JSON
@@ -485,8 +544,10 @@ Json& Json::value(double d) {
   if (!std::isfinite(d)) {
     s_ += "null";
   } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", d);
+    // The shortest text that reads back as d (%.9g dropped digits of large counts).
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.15g", d);
+    if (std::strtod(buf, nullptr) != d) std::snprintf(buf, sizeof buf, "%.17g", d);
     s_ += buf;
   }
   return *this;
@@ -500,6 +561,41 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (!f) throw ToolError(path + ": cannot create (" + std::strerror(errno) + ")");
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !ok) throw ToolError(path + ": write failed");
+}
+
+OutputFile::OutputFile(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd_ >= 0) {
+    created_ = true;
+  } else if (errno == EEXIST) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // not truncated until write()
+  }
+  if (fd_ < 0) throw ToolError(path + ": cannot write (" + std::strerror(errno) + ")");
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (created_ && !written_) ::unlink(path_.c_str());
+}
+
+void OutputFile::write(const std::string& text) {
+  if (::ftruncate(fd_, 0) != 0 && errno != EINVAL)  // EINVAL: not a regular file (a pipe, /dev/stdout)
+    throw ToolError(path_ + ": cannot truncate (" + std::strerror(errno) + ")");
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::pwrite(fd_, text.data() + done, text.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == ESPIPE) {  // not seekable: plain writes
+      const ssize_t m = ::write(fd_, text.data() + done, text.size() - done);
+      if (m < 0 && errno == EINTR) continue;
+      if (m <= 0) throw ToolError(path_ + ": write failed (" + std::strerror(errno) + ")");
+      done += static_cast<size_t>(m);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw ToolError(path_ + ": write failed (" + std::strerror(errno) + ")");
+    done += static_cast<size_t>(n);
+  }
+  written_ = true;
 }
 
 std::string fmt_sci(double v) {

@@ -2,6 +2,7 @@
 // operator on one backend with timing, and a small JSON writer.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -29,6 +30,10 @@ struct UsageError : std::runtime_error {
 struct ToolError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// The user interrupted a long step (Ctrl-C): the caller keeps what it has and stops.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
 
 // ---- names ----
 bool parse_dtype(const std::string& s, onorm_dtype& out);
@@ -38,7 +43,7 @@ size_t dtype_size(onorm_dtype d);
 struct BackendSpec {
   onorm_backend kind = ONORM_BACKEND_CPU;
   int device = 0;
-  std::string label() const;  // "cpu", "cuda:0", "hip:1"
+  std::string label() const;  // "cpu", "cuda:0", "hip:1" ("cpu:1" for a CPU index that is not 0)
 };
 bool parse_backend(const std::string& s, BackendSpec& out);
 const char* backend_kind_name(onorm_backend b);
@@ -75,8 +80,10 @@ struct Problem {
   bool has_gamma() const { return op == Op::layer_norm || op == Op::rms_norm; }
 };
 
-// Fills p.x (rows, cols, in set) from dist and seed, and gamma/beta for the norms.
-void generate_input(Problem& p, Dist dist, uint64_t seed);
+// Fills p.x (rows, cols, in set) from dist and seed, and gamma/beta for the norms. Works a row
+// at a time (no float copy of the whole input); when *cancel becomes non-zero it stops and
+// throws Interrupted.
+void generate_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel = nullptr);
 void generate_params(Problem& p, uint64_t seed);
 // Encodes float values into a buffer of dtype (round to nearest even).
 void encode_floats(const float* src, size_t n, onorm_dtype dtype, unsigned char* dst);
@@ -106,8 +113,8 @@ class DeviceRun {
   onorm_status call();          // runs the op once (asynchronous on GPUs)
   void run_once();              // call + synchronize, throws ToolError with the library's message
   Timing time(int samples);     // warm-up once, then timed samples
-  // Views the same buffers as another shape (bench): rows*cols within p's, cols within p's
-  // gamma, the op's parameters allocated.
+  // Views the same buffers as another shape (bench): rows*cols within p's, a norm's cols
+  // within p's gamma, the op's parameters allocated.
   void reshape(Op op, int64_t rows, int64_t cols);
   // Copies of device buffers: y (current shape) and the statistics the op writes.
   void fetch(std::vector<unsigned char>& y, std::vector<float>& mean, std::vector<float>& rstd);
@@ -126,6 +133,13 @@ class DeviceRun {
 };
 
 [[noreturn]] void throw_status(const std::string& what, onorm_status s);
+
+// The contract's check of a backend's y (and mean/rstd) against the float64 reference, as
+// onorm_ref::check, with one addition: an element equal to the reference rounded to y's dtype
+// (nearest even, overflowing to +-inf) is correct whatever the bound says, since no output of
+// that dtype can be closer.
+onorm_ref::Report check_result(Op op, const onorm_ref::Result& ref, const onorm_rows& y, const void* gamma,
+                               onorm_dtype gamma_dtype, const float* mean, const float* rstd);
 
 // ---- JSON ----
 class Json {
@@ -152,6 +166,24 @@ class Json {
 };
 std::string json_escape(const std::string& s);
 void write_text_file(const std::string& path, const std::string& text);
+
+// An output file opened when the command starts, so that an unwritable path is reported before
+// any work, and written when the results are in. A file this created and never wrote is removed;
+// an existing file keeps its content until write().
+class OutputFile {
+ public:
+  explicit OutputFile(const std::string& path);  // throws ToolError when it cannot be written
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  void write(const std::string& text);  // replaces the content; throws ToolError
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool created_ = false, written_ = false;
+};
 
 // Formats a number for tables: "1.23e-07", "0", "inf".
 std::string fmt_sci(double v);

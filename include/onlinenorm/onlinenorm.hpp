@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -203,8 +204,10 @@ template <typename T>
 class Buffer {
  public:
   Buffer() = default;
+  // Throws onorm::Error (INVALID_ARGUMENT) when count elements do not fit in size_t bytes: a
+  // wrapped product would allocate a few bytes and let upload() write past them.
   Buffer(Context& ctx, std::size_t count)
-      : ctx_(&ctx), count_(count), data_(static_cast<T*>(ctx.malloc(count * sizeof(T)))) {}
+      : ctx_(&ctx), count_(count), data_(static_cast<T*>(ctx.malloc(bytes_of(count)))) {}
   Buffer(Buffer&& o) noexcept
       : ctx_(std::exchange(o.ctx_, nullptr)), count_(std::exchange(o.count_, 0)), data_(std::exchange(o.data_, nullptr)) {}
   Buffer& operator=(Buffer&& o) noexcept {
@@ -226,13 +229,13 @@ class Buffer {
 
   // Host <-> this buffer; count defaults to the whole buffer and is checked against it.
   void upload(const T* host, std::size_t count) {
-    if (count > count_) throw Error(ONORM_ERROR_INVALID_ARGUMENT, "Buffer::upload: more elements than the buffer holds");
-    ctx_->upload(data_, host, count * sizeof(T));
+    check_count("Buffer::upload", count);
+    if (count) ctx_->upload(data_, host, count * sizeof(T));
   }
   void upload(const std::vector<T>& host) { upload(host.data(), host.size()); }
   void download(T* host, std::size_t count) const {
-    if (count > count_) throw Error(ONORM_ERROR_INVALID_ARGUMENT, "Buffer::download: more elements than the buffer holds");
-    ctx_->download(host, data_, count * sizeof(T));
+    check_count("Buffer::download", count);
+    if (count) ctx_->download(host, data_, count * sizeof(T));
   }
   std::vector<T> download() const {
     std::vector<T> host(count_);
@@ -245,6 +248,17 @@ class Buffer {
   Rows rows(int64_t rows, int64_t cols, int64_t row_stride) const { return Rows(data_, rows, cols, row_stride); }
 
  private:
+  static std::size_t bytes_of(std::size_t count) {
+    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
+      throw Error(ONORM_ERROR_INVALID_ARGUMENT, "Buffer: " + std::to_string(count) + " elements of " +
+                                                    std::to_string(sizeof(T)) + " bytes overflow size_t");
+    return count * sizeof(T);
+  }
+  void check_count(const char* what, std::size_t count) const {
+    if (count > count_)
+      throw Error(ONORM_ERROR_INVALID_ARGUMENT, std::string(what) + ": " + std::to_string(count) +
+                                                    " elements, the buffer holds " + std::to_string(count_));
+  }
   void reset() noexcept {
     if (ctx_ && data_) onorm_free(ctx_->get(), data_);
     data_ = nullptr;

@@ -3,7 +3,7 @@
 
 usage: cli_test.py ONORM_EXECUTABLE TEST_NAME [WORK_DIR]
 Test names: compare_table, bound_violation, json_schema, npy_input, usage_errors, bench,
-bench_interrupt, bench_png, run, info. Uses only the Python standard library.
+bench_memory, bench_interrupt, bench_setup_interrupt, bench_png, run, info. Uses only the Python standard library.
 """
 import json
 import os
@@ -16,6 +16,8 @@ import time
 
 ONORM = None
 WORK = None
+# An ASan/UBSan build: no address-space caps (the sanitizer reserves terabytes) and no memory figures.
+SANITIZED = os.environ.get("ONORM_TEST_SANITIZED") == "1"
 
 
 class Failure(Exception):
@@ -27,12 +29,22 @@ def check(cond, msg):
         raise Failure(msg)
 
 
-def onorm(*args, env=None, expect=None):
+def limit_memory(gib):
+    """A preexec_fn capping the child's address space: a tool that tries to buffer gigabytes
+    fails fast instead of growing the test machine into swap."""
+    def apply():
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (gib << 30, gib << 30))
+    return apply
+
+
+def onorm(*args, env=None, expect=None, mem_gib=None):
     e = dict(os.environ)
     e.pop("ONLINENORM_BACKEND", None)
     if env:
         e.update(env)
-    p = subprocess.run([ONORM] + [str(a) for a in args], capture_output=True, text=True, env=e, timeout=300)
+    p = subprocess.run([ONORM] + [str(a) for a in args], capture_output=True, text=True, env=e, timeout=300,
+                       preexec_fn=limit_memory(mem_gib) if mem_gib and not SANITIZED else None)
     if expect is not None and p.returncode != expect:
         raise Failure("onorm %s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s"
                       % (" ".join(map(str, args)), p.returncode, expect, p.stdout, p.stderr))
@@ -137,6 +149,13 @@ def test_bound_violation():
           "--perturb-ulps", 100000, expect=3)
     p = onorm("compare", "--op", "softmax", "--rows", 8, "--cols", 128, "--backends", "cpu", "--iters", 1,
               "--perturb-ulps", "5@cuda:7", expect=2)
+    # the reference rounded to the output dtype is never a violation: log-softmax of a row with a
+    # spread of ~1.4e38 overflows to -inf in f16 and bf16, which is the correctly rounded answer
+    for out_dt in ["f16", "bf16", "f32"]:
+        p = onorm("compare", "--op", "log_softmax", "--out-dtype", out_dt, "--dist", "special", "--rows", 16,
+                  "--cols", 64, "--backends", "cpu", "--iters", 1)
+        check(p.returncode == 0 and "FAIL" not in p.stdout, "log_softmax -> %s special: exit %d\n%s%s"
+              % (out_dt, p.returncode, p.stdout, p.stderr))
 
 
 def validate_compare_json(j, nbackends):
@@ -157,7 +176,7 @@ def validate_compare_json(j, nbackends):
         check("error" in b and (b["error"] is None or isinstance(b["error"], str)), b)
         ran = b["error"] is None
         for k, t in [("label", str), ("backend", str), ("device_index", int), ("device", str), ("samples", int),
-                     ("calls_per_sample", int), ("bytes_moved", num), ("checked", int), ("violations", int),
+                     ("calls_per_sample", int), ("bytes_moved", int), ("checked", int), ("violations", int),
                      ("bound_ok", bool), ("bitwise_diff", dict)]:
             typed(b, k, t)
         for k in ["time_ms", "gbps", "max_abs_err", "max_rel_err", "max_ulp_err"]:
@@ -270,9 +289,12 @@ def test_npy_input():
         "huge shape": (write("xh.npy", npy_bytes("<f4", (2 ** 40, 2 ** 40), vals.tobytes())), [], "large"),
         "shape mismatch": (write("xm.npy", npy_bytes("<f4", (rows, cols + 1), vals.tobytes())), [], "truncated"),
         "bad dict": (write("xd.npy", good.replace(b"'shape'", b"'shapf'")), [], "unexpected key"),
+        "directory": (WORK, [], "is a directory"),
+        "endless device": ("/dev/zero", [], "bad magic"),
     }
     for name, (path, extra, needle) in errors.items():
-        p = onorm("compare", "--op", "softmax", "--input", path, *extra, "--backends", "cpu", "--iters", 1)
+        p = onorm("compare", "--op", "softmax", "--input", path, *extra, "--backends", "cpu", "--iters", 1,
+                  mem_gib=4)
         check(p.returncode == 1, "%s: exit %d (want 1)\n%s%s" % (name, p.returncode, p.stdout, p.stderr))
         check(needle in p.stderr and p.stderr.startswith("onorm: error:"), "%s: message %r" % (name, p.stderr))
     # --input and --dist exclude each other (usage)
@@ -331,7 +353,13 @@ def test_usage_errors():
     p = onorm("compare", "--op", "softmax", "--rows", 4, "--cols", 8, "--backends", "cpu,hip:99", expect=1)
     check("hip:99 is unavailable" in p.stderr, p.stderr)
     p = onorm("run", "--op", "softmax", "--rows", 4, "--cols", 8, "--backend", "cpu:1", expect=1)
-    check("unavailable" in p.stderr, p.stderr)
+    check("cpu:1 is unavailable" in p.stderr, p.stderr)  # the device index is not dropped
+    p = onorm("compare", "--op", "softmax", "--rows", 4, "--cols", 8, "--backends", "cpu:2", expect=1)
+    check("cpu:2 is unavailable" in p.stderr, p.stderr)
+    # the version, and the usage says how to get it
+    p = onorm("--version", expect=0)
+    check(p.stdout.startswith("onorm ") and len(p.stdout.split()) == 2, p.stdout)
+    check("--version" in onorm("--help", expect=0).stdout, "usage lacks --version")
     # a dtype the backend does not take: the library's message
     import re
     if not re.search(r"^  cuda +available", onorm("info").stdout, re.M):
@@ -362,17 +390,40 @@ def test_info():
         check(("%s available" % b) in out.replace("  ", " ") or ("%s unavailable: " % b) in out.replace("  ", " "),
               out)
     check("cpu targets (best first): " in out and len(out.split("cpu targets (best first): ")[1].split()) >= 1, out)
+    # ONLINENORM_BACKEND is judged, not just echoed
+    p = onorm("info", env={"ONLINENORM_BACKEND": "gpu:x"}, expect=0)
+    line = [l for l in p.stdout.splitlines() if l.startswith("ONLINENORM_BACKEND=")]
+    check(line and "gpu:x" in line[0] and "invalid" in line[0] and "cpu, cuda[:N], hip[:N]" in line[0], p.stdout)
+    p = onorm("info", env={"ONLINENORM_BACKEND": "cpu"}, expect=0)
+    check("ONLINENORM_BACKEND=cpu (AUTO selects cpu" in p.stdout, p.stdout)
+    p = onorm("info", env={"ONLINENORM_BACKEND": "cpu:3"}, expect=0)
+    check("ONLINENORM_BACKEND=cpu:3 (backend unavailable: " in p.stdout, p.stdout)
 
 
-def validate_bench_json(j):
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def validate_bench_json(j, copy_measured=True):
     check(j["schema"] == "onorm-bench/1", j)
-    for k in ["version", "backend", "device", "bytes_per_case", "iters", "seed", "interrupted", "copy", "results"]:
+    for k in ["version", "backend", "device", "bytes_per_case", "iters", "seed", "interrupted", "copy", "results",
+              "skipped"]:
         check(k in j, "bench json lacks %r" % k)
-    check(j["copy"]["gbps"] > 0 and j["copy"]["bytes_moved"] == 2 * j["copy"]["bytes_copied"], j["copy"])
+    # counts are JSON integers, exact
+    for k in ["bytes_per_case", "iters", "seed"]:
+        check(is_int(j[k]), (k, j[k]))
+    for k in ["bytes_copied", "bytes_moved"]:
+        check(is_int(j["copy"][k]), (k, j["copy"]))
+    if copy_measured:
+        check(j["copy"]["gbps"] > 0 and j["copy"]["bytes_moved"] == 2 * j["copy"]["bytes_copied"], j["copy"])
     for r in j["results"]:
         for k in ["op", "dtype", "out_dtype", "cols", "rows", "bytes_moved", "time_ms", "samples",
                   "calls_per_sample", "gbps", "fraction_of_copy"]:
             check(k in r, "result lacks %r: %r" % (k, r))
+        for k in ["cols", "rows", "bytes_moved", "samples", "calls_per_sample"]:
+            check(is_int(r[k]), (k, r))
+        size = {"f32": 4, "f64": 8}.get(r["dtype"], 2)
+        check(r["bytes_moved"] == r["rows"] * r["cols"] * 2 * size, r)
         check(r["gbps"] > 0 and r["time_ms"] > 0, r)
         check(abs(r["bytes_moved"] / (r["time_ms"] * 1e-3) / 1e9 - r["gbps"]) <= 1e-3 * r["gbps"], r)
         check(abs(r["fraction_of_copy"] - r["gbps"] / j["copy"]["gbps"]) < 1e-6, r)
@@ -392,6 +443,87 @@ def test_bench():
         check(r["rows"] == max(1, int(2e6 // (r["cols"] * 2 * size))), r)
     check("[ 12/12]" in p.stdout and "left" in p.stdout, p.stdout)  # progress (not a tty: one line per case)
     check("\r" not in p.stdout, "carriage returns without a tty")
+    # a byte count that is not a whole number of MB: integers stay integers
+    out = os.path.join(WORK, "bench_frac.json")
+    onorm("bench", "--backend", "cpu", "--ops", "rms_norm", "--dtypes", "f32", "--widths", "64", "--mb",
+          "0.0123456789", "--iters", 1, "--json", out, expect=0)
+    j = json.load(open(out))
+    validate_bench_json(j)
+    check(j["bytes_per_case"] == 12346 and j["copy"]["bytes_copied"] == 6173, j)
+    # where the results go is checked before anything is measured
+    for cmd in [["bench", "--backend", "cpu", "--ops", "softmax", "--dtypes", "f32", "--widths", "64", "--mb", 1],
+                ["compare", "--op", "softmax", "--rows", 4, "--cols", 8, "--backends", "cpu"]]:
+        for bad in [os.path.join(WORK, "no", "such", "dir.json"), WORK]:
+            p = onorm(*cmd, "--json", bad, expect=1)
+            check("cannot write" in p.stderr and bad in p.stderr, p.stderr)
+            check("device copy" not in p.stdout and "backend" not in p.stdout, "ran before failing: " + p.stdout)
+    p = onorm("bench", "--backend", "cpu", "--widths", "64", "--png", os.path.join(WORK, "nope", "x.png"), expect=1)
+    check("cannot write" in p.stderr and "device copy" not in p.stdout, p.stderr + p.stdout)
+    # an existing file is kept until the results replace it, and one the run created is removed
+    # when the run fails
+    keep = write("keep.json", b"old")
+    onorm("bench", "--backend", "cpu", "--widths", "68719476736", "--json", keep, expect=1)
+    check(open(keep).read() == "old", "existing --json file overwritten by a failed run")
+    fresh = os.path.join(WORK, "fresh.json")
+    onorm("bench", "--backend", "cpu", "--widths", "68719476736", "--json", fresh, expect=1)
+    check(not os.path.exists(fresh), "empty --json file left behind")
+
+
+def max_rss_mb(args):
+    """Runs onorm and returns (exit status, stdout, stderr, peak resident MB of the child)."""
+    proc = subprocess.Popen([ONORM] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    out, err = proc.communicate(timeout=300)
+    import resource
+    # RUSAGE_CHILDREN is the largest of the waited-for children: this test runs just one first
+    return proc.returncode, out, err, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+
+
+def test_bench_memory():
+    # Softmax of one 64 MB row: x on the host while it is generated, x and y in the backend's
+    # memory. No gamma/beta (softmax takes none) and no float copy of the whole input.
+    if not SANITIZED:
+        rc, out, err, mb = max_rss_mb(["bench", "--backend", "cpu", "--ops", "softmax", "--dtypes", "f32",
+                                       "--widths", 1 << 24, "--mb", 1, "--iters", 1])
+        check(rc == 0, err)
+        check(mb < 320, "peak resident %.0f MB for a 64 MB row (x, y and a host copy are 192 MB)" % mb)
+    # Widths that cannot fit are refused before anything is allocated (the address space is
+    # capped at 4 GiB: trying would fail with "out of host memory"), the rest are measured.
+    # Without the cap (sanitized builds) only a width no machine holds is used.
+    big = [68719476736] if SANITIZED else [1073741824, 68719476736]
+    out_json = os.path.join(WORK, "bench_mem.json")
+    p = onorm("bench", "--backend", "cpu", "--ops", "softmax,layer_norm", "--dtypes", "f32", "--widths",
+              ",".join(str(w) for w in [64] + big), "--mb", 1, "--iters", 1, "--json", out_json, mem_gib=4,
+              expect=0)
+    for w in big:
+        for op in ["softmax", "layer_norm"]:
+            check(("skipping %s f32 cols=%d: needs about" % (op, w)) in p.stderr and "available" in p.stderr,
+                  p.stderr)
+    j = json.load(open(out_json))
+    validate_bench_json(j)
+    check(sorted((r["op"], r["cols"]) for r in j["results"]) == [("layer_norm", 64), ("softmax", 64)], j["results"])
+    check(len(j["skipped"]) == 2 * len(big) and all("memory" in s["reason"] for s in j["skipped"]), j["skipped"])
+    # nothing fits: an error, quickly, before any allocation
+    p = onorm("bench", "--backend", "cpu", "--widths", str(big[0]), "--mb", 1, mem_gib=4, expect=1)
+    check("no case fits in memory" in p.stderr and "out of host memory" not in p.stderr, p.stderr)
+
+
+def test_bench_setup_interrupt():
+    # Ctrl-C while the input is being generated stops there: no copy measured, no case, the
+    # (empty) results written, exit 130.
+    out = os.path.join(WORK, "bench_setup_int.json")
+    proc = subprocess.Popen([ONORM, "bench", "--backend", "cpu", "--ops", "softmax", "--dtypes", "f32",
+                             "--widths", "4096", "--mb", "128", "--iters", "3", "--json", out],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()
+    check(first.startswith("setting up f32"), "no setup line: %r" % first)
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=120)
+    check(proc.returncode == 130, "exit %d after SIGINT (want 130)\n%s" % (proc.returncode, err))
+    check("device copy" not in rest and "interrupted: 0 of 1" in rest, rest)
+    j = json.load(open(out))
+    validate_bench_json(j, copy_measured=False)
+    check(j["interrupted"] is True and j["results"] == [], j)
 
 
 def test_bench_interrupt():
@@ -402,9 +534,8 @@ def test_bench_interrupt():
                              widths, "--mb", "4", "--iters", "3", "--json", out], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=e)
     # wait for the first case to finish, then Ctrl-C
-    first = proc.stdout.readline()  # the copy line
-    second = proc.stdout.readline()
-    check("[  1/400]" in second, "no progress line: %r %r" % (first, second))
+    lines = [proc.stdout.readline() for _ in range(3)]  # setup, the copy, the first case
+    check("[  1/400]" in lines[2], "no progress line: %r" % lines)
     proc.send_signal(signal.SIGINT)
     rest, err = proc.communicate(timeout=120)
     check(proc.returncode == 130, "exit %d after SIGINT (want 130)\n%s" % (proc.returncode, err))
@@ -421,6 +552,14 @@ def test_bench_png():
     # no usable python: a clear error, the measurements are not lost silently
     p = onorm(*args, env={"ONORM_PYTHON": "/nonexistent/python3"})
     check(p.returncode == 1 and "python3" in p.stderr and "--png" in p.stderr, p.stderr)
+    # ... and the JSON it names is still there, with the measurements
+    check("the JSON is at " in p.stderr, p.stderr)
+    kept = p.stderr.split("the JSON is at ")[1].split()[0]
+    check(os.path.exists(kept), "the JSON %s named by the message is gone" % kept)
+    j = json.load(open(kept))
+    validate_bench_json(j)
+    check(len(j["results"]) == 6, j["results"])
+    os.remove(kept)
     # a python without matplotlib (this interpreter, with matplotlib hidden)
     fake = os.path.join(WORK, "nompl")
     os.makedirs(os.path.join(fake, "matplotlib"), exist_ok=True)

@@ -2,9 +2,14 @@
 // input either parses into a self-consistent array or is rejected with a message.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "npy.hpp"
@@ -257,4 +262,77 @@ TEST(Npy, FileErrors) {
   EXPECT_FALSE(onorm_tool::read_npy_file(path, a, err, 32));
   EXPECT_NE(err.find("larger"), std::string::npos) << err;
   std::remove(path.c_str());
+}
+
+namespace {
+
+// Writes bytes into a FIFO from another thread while the reader reads it (a non-regular file).
+bool read_through_fifo(const std::vector<unsigned char>& bytes, NpyArray& a, std::string& err) {
+  const std::string path = ::testing::TempDir() + "/npy_test_fifo." + std::to_string(getpid());
+  std::remove(path.c_str());
+  signal(SIGPIPE, SIG_IGN);  // a reader that stops early must not kill the test
+  if (mkfifo(path.c_str(), 0600) != 0) {
+    ADD_FAILURE() << "mkfifo failed";
+    return false;
+  }
+  std::thread writer([&] {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return;
+    std::fwrite(bytes.data(), 1, bytes.size(), f);  // may stop early when the reader is done
+    std::fclose(f);
+  });
+  const bool ok = onorm_tool::read_npy_file(path, a, err);
+  writer.join();
+  std::remove(path.c_str());
+  return ok;
+}
+
+}  // namespace
+
+// The header is checked before the data is read: a device that never ends fails on its first
+// bytes (the whole-file reader read up to max_bytes and said "larger than" instead).
+TEST(Npy, FileHeaderCheckedFirst) {
+  NpyArray a;
+  std::string err;
+  EXPECT_FALSE(onorm_tool::read_npy_file("/dev/zero", a, err, uint64_t{1} << 20));
+  EXPECT_NE(err.find("bad magic"), std::string::npos) << err;
+  EXPECT_FALSE(onorm_tool::read_npy_file("/", a, err));
+  EXPECT_NE(err.find("is a directory"), std::string::npos) << err;
+  // A header whose shape is beyond max_bytes is refused before the data is read.
+  const std::string path = ::testing::TempDir() + "/npy_test_big.npy";
+  std::vector<unsigned char> img = with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1024, 1024), }", 0);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fwrite(img.data(), 1, img.size(), f);
+  std::fclose(f);
+  EXPECT_FALSE(onorm_tool::read_npy_file(path, a, err, 4096));
+  EXPECT_NE(err.find("larger"), std::string::npos) << err;
+  EXPECT_FALSE(onorm_tool::read_npy_file(path, a, err));  // the size does not match the shape
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+  std::remove(path.c_str());
+}
+
+// Pipes: exactly the promised bytes are read; fewer is a truncated file, more is refused.
+TEST(Npy, FileFromPipe) {
+  NpyArray a;
+  std::string err;
+  const std::vector<unsigned char> good = valid_f32(3, 5);
+  ASSERT_TRUE(read_through_fifo(good, a, err)) << err;
+  EXPECT_EQ(a.elements(), 15);
+  EXPECT_EQ(a.data.size(), 60u);
+  float v;
+  std::memcpy(&v, a.data.data() + 4 * 7, 4);
+  EXPECT_EQ(v, 7.5f);
+  std::vector<unsigned char> shortened(good.begin(), good.end() - 1);
+  EXPECT_FALSE(read_through_fifo(shortened, a, err));
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+  // A header promising 4 GB followed by a few bytes: a truncated file, not a 4 GB buffer.
+  EXPECT_FALSE(read_through_fifo(with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824,), }", 16),
+                                 a, err));
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+  std::vector<unsigned char> longer = good;
+  longer.push_back(0);
+  EXPECT_FALSE(read_through_fifo(longer, a, err));
+  EXPECT_NE(err.find("beyond"), std::string::npos) << err;
+  EXPECT_TRUE(a.data.empty());
 }
