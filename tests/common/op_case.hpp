@@ -42,6 +42,7 @@ struct CaseOutput {
   std::vector<unsigned char> y_image;  // the downloaded y buffer (whole image) for bitwise comparisons
   std::vector<unsigned char> mean_image, rstd_image;
   onorm_ref::Report report;
+  onorm_ref::Result ref;  // the float64 reference the run was judged against
 };
 
 // Runs op once and checks it. gen == nullptr: random inputs. out (optional) receives the images.
@@ -123,6 +124,7 @@ inline ::testing::AssertionResult run_checked(onorm_context ctx, Op op, onorm_dt
     result->mean_image = mean.image();
     result->rstd_image = rstd.image();
     result->report = rep;
+    result->ref = ref;
   }
   if (!rep.ok()) return fail(rep.describe());
   return ::testing::AssertionSuccess() << what << ": " << rep.describe();

@@ -1,0 +1,143 @@
+// Batch invariance (API.md, v2): a row's outputs (y, mean, rstd) do not depend on the other
+// rows of the call nor on how many there are. The same row values at the same address
+// alignment modulo 16 bytes must give bitwise the same bytes alone (a batch of 1) and inside
+// batches of 2, 3, 7 and 64 rows, on every backend, for every op and input dtype, at widths in
+// every regime: vector tails, one and several CPU chunks (4096), the CPU split threshold
+// (16384 columns, taken when rows < threads: a row alone splits, the same row in a batch does
+// not) and a row beyond 2^20 columns (past the softmax scratch row). The CPU runs at 2 and 4
+// OpenMP threads, so batches of 1..3 rows are split at 4 and not at 2.
+#include <omp.h>
+
+#include <tuple>
+
+#include "common/op_case.hpp"
+
+namespace onorm_test {
+namespace {
+
+using Param = std::tuple<onorm_backend, Op, onorm_dtype>;
+class BatchInvariance : public ::testing::TestWithParam<Param> {};
+
+uintptr_t mod16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16; }
+
+// A rows x cols tensor whose row `row` starts at want (mod 16) in the context's memory: the
+// allocator's alignment is measured, then the tensor is placed with a byte offset.
+Tensor placed(onorm_context ctx, onorm_dtype dt, int64_t rows, int64_t cols, int64_t row, uintptr_t want) {
+  const size_t es = esize(dt);
+  Tensor t(ctx, dt, rows, cols);
+  const uintptr_t have = (mod16(t.dev()) + static_cast<uintptr_t>(row * cols) * es) % 16;
+  if (have == want) return t;
+  return Tensor(ctx, dt, rows, cols, -1, (want + 16 - have) % 16);
+}
+
+struct RowOut {
+  std::vector<unsigned char> y;
+  uint32_t mean = 0, rstd = 0;
+};
+
+// Runs op over a batch whose rows in `probe_rows` hold the probe values (the others random),
+// with row `align_row` placed at the solo row's alignment; returns the outputs of every row
+// that holds the probe and lies at that alignment.
+std::vector<std::pair<int64_t, RowOut>> run_batch(onorm_context ctx, Op op, onorm_dtype in, onorm_dtype out,
+                                                  int64_t rows, const std::vector<double>& probe, int64_t align_row,
+                                                  uintptr_t x_mod, uintptr_t y_mod, std::mt19937_64& rng) {
+  const int64_t cols = static_cast<int64_t>(probe.size());
+  Tensor x = placed(ctx, in, rows, cols, align_row, x_mod), y = placed(ctx, out, rows, cols, align_row, y_mod);
+  Tensor mean(ctx, ONORM_F32, 1, rows), rstd(ctx, ONORM_F32, 1, rows);
+  auto same_class = [&](int64_t r, const Tensor& t) {
+    return mod16(static_cast<const char*>(t.dev()) + t.index(r, 0) * esize(t.dtype())) ==
+           mod16(static_cast<const char*>(t.dev()) + t.index(align_row, 0) * esize(t.dtype()));
+  };
+  std::vector<bool> is_probe(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) is_probe[static_cast<size_t>(r)] = same_class(r, x) && same_class(r, y);
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<double> center(static_cast<size_t>(rows));
+  for (double& c : center) c = u(rng);
+  x.fill([&](int64_t r, int64_t c) {
+    return is_probe[static_cast<size_t>(r)] ? probe[static_cast<size_t>(c)] : cheap_normal(rng, center[static_cast<size_t>(r)], 2.0);
+  });
+  OpArgs a;
+  a.mean = has_mean(op) ? mean.dev_f32() : nullptr;
+  a.rstd = has_rstd(op) ? rstd.dev_f32() : nullptr;
+  std::vector<std::pair<int64_t, RowOut>> res;
+  const onorm_status st = run_op(ctx, op, x.dev_rows(), y.dev_rows(), a);
+  EXPECT_EQ(st, ONORM_OK) << onorm_last_error();
+  if (st != ONORM_OK || onorm_synchronize(ctx) != ONORM_OK) return res;
+  y.download();
+  mean.download();
+  rstd.download();
+  EXPECT_TRUE(y.all_written("y"));
+  EXPECT_TRUE(y.outside_untouched("y"));
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!is_probe[static_cast<size_t>(r)]) continue;
+    RowOut o;
+    const unsigned char* p = static_cast<const unsigned char*>(y.host()) + y.index(r, 0) * esize(out);
+    o.y.assign(p, p + cols * static_cast<int64_t>(esize(out)));
+    std::memcpy(&o.mean, mean.host_f32() + r, 4);
+    std::memcpy(&o.rstd, rstd.host_f32() + r, 4);
+    res.emplace_back(r, std::move(o));
+  }
+  return res;
+}
+
+TEST_P(BatchInvariance, RowAloneEqualsRowInBatches) {
+  const auto [backend, op, in] = GetParam();
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  if (!contract_supports(backend, in)) GTEST_SKIP() << dtype_name(in) << " is not taken by this backend";
+  ONORM_SEEDED_RNG(rng);
+  const int threads_before = omp_get_max_threads();
+  std::vector<int64_t> widths = {1, 3, 127, 1025, 4096, 4097, 8193, 16385, 65537};
+  if (backend == ONORM_BACKEND_CPU && in == ONORM_F32) widths.push_back((int64_t{1} << 20) + 1);
+  std::vector<onorm_dtype> outs = {in};
+  if (in != ONORM_F32) outs.push_back(ONORM_F32);
+  const InputDist d = input_dist(op, rng);
+  for (int threads : backend == ONORM_BACKEND_CPU ? std::vector<int>{2, 4} : std::vector<int>{1}) {
+    if (backend == ONORM_BACKEND_CPU) omp_set_num_threads(threads);
+    for (int64_t cols : widths) {
+      // The probe row: op-typical values with an outlier at column 0 and at the last chunk start.
+      std::vector<double> probe(static_cast<size_t>(cols));
+      for (double& v : probe) v = cheap_normal(rng, d.center, d.scale);
+      probe[0] += 40 * d.scale;
+      probe[static_cast<size_t>((cols - 1) / 4096 * 4096)] -= 30 * d.scale;
+      // Fewer and smaller batches as rows grow (runtime); 3 rows split at 4 threads, 7 do not.
+      const std::vector<int64_t> batches =
+          cols > 70000 ? std::vector<int64_t>{2, 3} : cols > 1100 ? std::vector<int64_t>{3, 7} : std::vector<int64_t>{2, 3, 7, 64};
+      for (onorm_dtype out : outs) {
+        if (cols > 4097 && out != outs.front()) continue;
+        SCOPED_TRACE(describe(backend, op, in, out, 1, cols) + " at " + std::to_string(threads) + " threads");
+        const auto solo = run_batch(ctx, op, in, out, 1, probe, 0, 0, 0, rng);
+        if (solo.size() != 1) return;
+        const RowOut& want = solo[0].second;
+        for (int64_t b : batches)
+          for (int64_t align_row : {int64_t{0}, b - 1}) {
+            for (const auto& [r, got] : run_batch(ctx, op, in, out, b, probe, align_row, 0, 0, rng)) {
+              EXPECT_TRUE(got.y == want.y) << "y of row " << r << " in a batch of " << b << " differs from the row alone";
+              if (has_mean(op)) {
+                EXPECT_EQ(got.mean, want.mean) << "mean bits, row " << r << " of " << b;
+              }
+              if (has_rstd(op)) {
+                EXPECT_EQ(got.rstd, want.rstd) << "rstd bits, row " << r << " of " << b;
+              }
+            }
+            if (HasFailure()) {
+              omp_set_num_threads(threads_before);
+              return;
+            }
+          }
+      }
+    }
+  }
+  omp_set_num_threads(threads_before);
+}
+
+std::string name(const ::testing::TestParamInfo<Param>& info) {
+  const auto [b, op, in] = info.param;
+  return std::string(backend_name(b)) + "_" + onorm_ref::op_name(op) + "_" + dtype_name(in);
+}
+INSTANTIATE_TEST_SUITE_P(All, BatchInvariance,
+                         ::testing::Combine(::testing::ValuesIn(all_backends()), ::testing::ValuesIn(all_ops()),
+                                            ::testing::ValuesIn(float_dtypes())),
+                         name);
+
+}  // namespace
+}  // namespace onorm_test
