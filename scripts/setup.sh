@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(cmake g++ make libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev libomp-dev
           clang-15 clang-tools-15 lld-15 llvm-15 libamdhip64-dev rocm-device-libs
-          python3 python3-numpy python3-matplotlib)
+          python3 python3-numpy python3-matplotlib pkg-config)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,4 +1,5 @@
 // The C ABI entry points: argument checks shared by all backends, then dispatch.
+#include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
@@ -25,11 +26,13 @@ onorm_status guarded(const char* what, Body&& body) {
   try {
     return body();
   } catch (const std::bad_alloc&) {
-    return fail(ONORM_ERROR_OUT_OF_MEMORY, std::string(what) + ": out of host memory");
+    return fail(ONORM_ERROR_OUT_OF_MEMORY, what, ": out of host memory");
   } catch (const std::exception& e) {
-    return fail(ONORM_ERROR_INTERNAL, std::string(what) + ": " + e.what());
+    char message[512];
+    std::snprintf(message, sizeof message, "%s: %s", what, e.what());
+    return fail(ONORM_ERROR_INTERNAL, message);
   } catch (...) {
-    return fail(ONORM_ERROR_INTERNAL, std::string(what) + ": unknown exception");
+    return fail(ONORM_ERROR_INTERNAL, what, ": unknown exception");
   }
 }
 
