@@ -23,11 +23,19 @@ namespace {
 // Allocations of at least this many bytes are refused; SIZE_MAX: none.
 std::atomic<size_t> g_refuse_from{SIZE_MAX};
 std::atomic<long> g_refused{0};
+// The largest single allocation while counting is on (the scratch-size test).
+std::atomic<bool> g_counting{false};
+std::atomic<size_t> g_largest{0};
 
 void* hooked_alloc(size_t n, size_t align) noexcept {
   if (n >= g_refuse_from.load(std::memory_order_relaxed)) {
     g_refused.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
+  }
+  if (g_counting.load(std::memory_order_relaxed)) {
+    size_t seen = g_largest.load(std::memory_order_relaxed);
+    while (n > seen && !g_largest.compare_exchange_weak(seen, n)) {
+    }
   }
   if (n == 0) n = 1;
   if (align > alignof(std::max_align_t)) {
@@ -218,6 +226,34 @@ std::string name(const ::testing::TestParamInfo<Param>& info) {
 // 1 MiB: scratch rows fail, small bookkeeping does not. 0: every operator new fails.
 INSTANTIATE_TEST_SUITE_P(Cpu, Oom, ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(kMiB, size_t{0})),
                          name);
+
+// Scratch is bounded by the threads and a row's chunks, never by the input: rows fewer than
+// the threads, split over them, once took a rows x cols float copy of their exp values
+// (+401 MB for 100 x 2^20 at 128 threads). Here 3 x 2^20 at 4 threads (the split path) and
+// 64 x 2^16 at 2 threads (rows over threads): the largest allocation stays far below the input.
+TEST(Scratch, BoundedByThreadsNotByInput) {
+  const int threads_before = omp_get_max_threads();
+  for (const Case& c : {Case{Op::softmax, 3, int64_t{1} << 20, 4, "split"}, Case{Op::softmax, 64, int64_t{1} << 16, 2, "rows"},
+                        Case{Op::layer_norm, 3, int64_t{1} << 20, 4, "split_ln"}}) {
+    SCOPED_TRACE(c.what);
+    omp_set_num_threads(c.threads);
+    ONORM_OPEN_OR_SKIP(ctx, ONORM_BACKEND_CPU);
+    Tensor x(ctx, ONORM_F32, c.rows, c.cols), y(ctx, ONORM_F32, c.rows, c.cols);
+    ASSERT_TRUE(x.ok() && y.ok());
+    x.fill([](int64_t r, int64_t col) { return 0.001 * static_cast<double>((r * 7 + col) % 1000); });
+    OpArgs a;
+    g_largest.store(0);
+    g_counting.store(true);
+    const onorm_status st = run_op(ctx, c.op, x.dev_rows(), y.dev_rows(), a);
+    g_counting.store(false);
+    ASSERT_EQ(st, ONORM_OK) << onorm_last_error();
+    const size_t input = static_cast<size_t>(c.rows * c.cols) * sizeof(float);
+    // A row's exp values per thread (rows over threads) are allowed: 4 MiB at most.
+    EXPECT_LE(g_largest.load(), size_t{c.threads} * ((size_t{1} << 22) + 4096)) << "input " << input;
+    EXPECT_LT(g_largest.load(), input / 2) << "input " << input;
+  }
+  omp_set_num_threads(threads_before);
+}
 
 }  // namespace
 }  // namespace onorm_test

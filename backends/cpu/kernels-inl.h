@@ -297,18 +297,23 @@ HWY_INLINE core::Welford<double> WelfordChunk(DF d, const In* HWY_RESTRICT x, si
   if (i < n) s1 = hn::Add(s1, LoadTail(d, x + i, n - i, 0.0f));
   const float pivot =
       hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)))) / static_cast<float>(n);
-  // Second pass over the cached chunk: deviations from the pivot (t) and their squares (q).
+  // Second pass over the cached chunk: deviations from the pivot (t) and their squares (q),
+  // four independent accumulator chains each.
   const VF vp = hn::Set(d, pivot);
-  VF t0 = hn::Zero(d), t1 = t0, q0 = t0, q1 = t0;
+  VF t0 = hn::Zero(d), t1 = t0, t2 = t0, t3 = t0, q0 = t0, q1 = t0, q2 = t0, q3 = t0;
   i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
     if (pf) PrefetchAhead(x + i, 4 * N * sizeof(In));
     const VF a = hn::Sub(Io<In>::Load(d, x + i), vp), b = hn::Sub(Io<In>::Load(d, x + i + N), vp);
     const VF c = hn::Sub(Io<In>::Load(d, x + i + 2 * N), vp), f = hn::Sub(Io<In>::Load(d, x + i + 3 * N), vp);
-    t0 = hn::Add(t0, hn::Add(a, b));
-    t1 = hn::Add(t1, hn::Add(c, f));
-    q0 = hn::MulAdd(a, a, hn::MulAdd(b, b, q0));
-    q1 = hn::MulAdd(c, c, hn::MulAdd(f, f, q1));
+    t0 = hn::Add(t0, a);
+    t1 = hn::Add(t1, b);
+    t2 = hn::Add(t2, c);
+    t3 = hn::Add(t3, f);
+    q0 = hn::MulAdd(a, a, q0);
+    q1 = hn::MulAdd(b, b, q1);
+    q2 = hn::MulAdd(c, c, q2);
+    q3 = hn::MulAdd(f, f, q3);
   }
   for (; i + N <= n; i += N) {
     const VF a = hn::Sub(Io<In>::Load(d, x + i), vp);
@@ -320,8 +325,8 @@ HWY_INLINE core::Welford<double> WelfordChunk(DF d, const In* HWY_RESTRICT x, si
     t1 = hn::Add(t1, a);
     q1 = hn::MulAdd(a, a, q1);
   }
-  const float sd = hn::GetLane(hn::SumOfLanes(d, hn::Add(t0, t1)));
-  const float sq = hn::GetLane(hn::SumOfLanes(d, hn::Add(q0, q1)));
+  const float sd = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(t0, t1), hn::Add(t2, t3))));
+  const float sq = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(q0, q1), hn::Add(q2, q3))));
   return core::Welford<double>::of_pivot(static_cast<int64_t>(n), pivot, sd, sq);
 }
 
@@ -449,6 +454,16 @@ HWY_INLINE void WriteRow(DF d, const onorm_request& q, const In* x, Out* y, int6
     }
     case ONORM_OP_RMS_NORM: {
       const In* g = q.gamma ? static_cast<const In*>(q.gamma) + c0 : nullptr;
+      // x * rstd where rstd is a normal float (k * rk is then rstd exactly): one multiply less.
+      // Rows whose rstd is beyond float (tiny rows with eps 0) keep the scaled form.
+      const float r = fin.norm.rstd;
+      if (r >= std::numeric_limits<float>::min() && r <= std::numeric_limits<float>::max()) {
+        const VF vr = hn::Set(d, r);
+        auto f = [vr](VF xv, VF gv, VF) { return hn::Mul(hn::Mul(xv, vr), gv); };
+        if (g) MapRange<true, false>(d, x, g, g, y, n, opts, x, f);
+        else MapRange<false, false>(d, x, g, g, y, n, opts, x, f);
+        break;
+      }
       const VF vk = hn::Set(d, fin.norm.k), vrk = hn::Set(d, fin.norm.rk);
       auto f = [vk, vrk](VF xv, VF gv, VF) { return hn::Mul(hn::Mul(hn::Mul(xv, vk), vrk), gv); };
       if (g) MapRange<true, false>(d, x, g, g, y, n, opts, x, f);
@@ -493,11 +508,17 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, flo
       }
       continue;
     }
-    for (int64_t k = 0; k < chunks; ++k) {
-      const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-      fold.push(ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf));
+    OpState state;
+    if (chunks == 1) {  // short rows: no merge
+      state = ChunkStateOf(d, q.op, xr, static_cast<size_t>(cols), pf);
+    } else {
+      for (int64_t k = 0; k < chunks; ++k) {
+        const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
+        fold.push(ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf));
+      }
+      state = fold.result();
     }
-    const RowFinal fin = final_of(q, fold.result(), r);
+    const RowFinal fin = final_of(q, state, r);
     if (q.mean) q.mean[r] = fin.norm.mean;
     if (q.rstd) q.rstd[r] = fin.norm.rstd;
     WriteRow(d, q, xr, yr, 0, cols, fin, opts);

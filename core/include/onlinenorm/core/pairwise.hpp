@@ -40,7 +40,7 @@ struct PairwiseFold {
   ONORM_HD_INLINE State result() const {
     State acc = State::identity();
     bool any = false;
-    for (int l = 0; l < 64; ++l) {
+    for (int l = 0; (count >> l) != 0; ++l) {
       if (!((count >> l) & 1)) continue;
       acc = any ? State::combine(level[l], acc) : level[l];
       any = true;
