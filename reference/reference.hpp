@@ -49,6 +49,8 @@ struct Report {
   bool ok() const { return violations == 0; }
   std::string describe() const;
 };
+// Checks y (and mean / rstd) against the reference with the contract's bounds. An element of y
+// equal to the reference rounded to y's dtype is always accepted: no output can be closer.
 Report check(Op op, const Result& ref, const onorm_rows& y, const void* gamma, onorm_dtype gamma_dtype,
              const float* mean, const float* rstd);
 

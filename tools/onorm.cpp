@@ -302,7 +302,7 @@ struct Outcome {
 
 onorm_ref::Report check_outcome(const Problem& p, const onorm_ref::Result& ref, const Outcome& o) {
   const onorm_rows y{const_cast<unsigned char*>(o.y.data()), p.out, p.rows, p.cols, p.cols};
-  return check_result(p.op, ref, y, p.gamma.empty() ? nullptr : p.gamma.data(), p.in,
+  return onorm_ref::check(p.op, ref, y, p.gamma.empty() ? nullptr : p.gamma.data(), p.in,
                           o.mean.empty() ? nullptr : o.mean.data(), o.rstd.empty() ? nullptr : o.rstd.data());
 }
 

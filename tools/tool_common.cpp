@@ -428,57 +428,6 @@ void DeviceRun::fetch(std::vector<unsigned char>& y, std::vector<float>& mean, s
 
 // ---------------------------------------------------------------- checking
 
-onorm_ref::Report check_result(Op op, const onorm_ref::Result& ref, const onorm_rows& y, const void* gamma,
-                               onorm_dtype gamma_dtype, const float* mean, const float* rstd) {
-  // The statistics are judged by the reference as they are; only y gains the rounding rule.
-  // (A copy without y: the reference's y may be gigabytes.)
-  onorm_ref::Result stats;
-  stats.rows = ref.rows;
-  stats.mean = ref.mean;
-  stats.rstd = ref.rstd;
-  onorm_ref::Report rep = onorm_ref::check(op, stats, y, gamma, gamma_dtype, mean, rstd);
-  const int64_t first_stat_row = rep.violations ? rep.first_row : -1;
-  int64_t y_bad = 0, y_row = -1, y_col = -1;  // y's violations and its first one
-  double y_got = 0, y_want = 0;
-  unsigned char rounded_bits[8];
-  for (int64_t i = 0; i < ref.rows; ++i) {
-    const double row_mean = ref.mean.empty() ? 0.0 : ref.mean[i];
-    const double row_rstd = ref.rstd.empty() ? 0.0 : ref.rstd[i];
-    for (int64_t c = 0; c < ref.cols; ++c) {
-      const double want = ref.y[static_cast<size_t>(i * ref.cols + c)];
-      const double got = onorm_ref::decode(y.data, y.dtype, i * y.row_stride + c);
-      onorm_ref::encode(want, rounded_bits, y.dtype, 0);
-      const bool finite = std::isfinite(got) && std::isfinite(want);
-      const double err = finite ? std::fabs(got - want) : 0.0;
-      if (finite) {
-        rep.max_abs = std::max(rep.max_abs, err);
-        rep.max_ulp = std::max(rep.max_ulp, err / onorm_ref::ulp(want, y.dtype));
-        if (want != 0) rep.max_rel = std::max(rep.max_rel, err / std::fabs(want));
-      }
-      const double g = gamma ? onorm_ref::decode(gamma, gamma_dtype, c) : 1.0;
-      const bool good = std::isnan(want) ? std::isnan(got)
-                        : got == onorm_ref::decode(rounded_bits, y.dtype, 0) ||
-                              (finite && err <= onorm_ref::bound(op, y.dtype, want, row_mean, row_rstd, g));
-      ++rep.checked;
-      if (!good && y_bad++ == 0) {
-        y_row = i;
-        y_col = c;
-        y_got = got;
-        y_want = want;
-      }
-    }
-  }
-  // The first violation in row order; y before the row's statistics.
-  if (y_bad && (first_stat_row < 0 || y_row <= first_stat_row)) {
-    rep.first_row = y_row;
-    rep.first_col = y_col;
-    rep.first_got = y_got;
-    rep.first_want = y_want;
-    rep.first_what = "y";
-  }
-  rep.violations += y_bad;
-  return rep;
-}
 
 // ---------------------------------------------------------------- JSON
 

@@ -134,13 +134,6 @@ class DeviceRun {
 
 [[noreturn]] void throw_status(const std::string& what, onorm_status s);
 
-// The contract's check of a backend's y (and mean/rstd) against the float64 reference, as
-// onorm_ref::check, with one addition: an element equal to the reference rounded to y's dtype
-// (nearest even, overflowing to +-inf) is correct whatever the bound says, since no output of
-// that dtype can be closer.
-onorm_ref::Report check_result(Op op, const onorm_ref::Result& ref, const onorm_rows& y, const void* gamma,
-                               onorm_dtype gamma_dtype, const float* mean, const float* rstd);
-
 // ---- JSON ----
 class Json {
  public:
