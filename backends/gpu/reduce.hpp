@@ -14,10 +14,17 @@
 namespace onorm {
 namespace gpu {
 
+// Two float sums reduced side by side (the corrected two-pass sums s1 = sum(x - p) and
+// s2 = sum((x - p)^2) of LayerNorm): one tree, one barrier pair for both.
+struct Sums2 {
+  float s1, s2;
+};
+
 struct AddOp {
   ONORM_DEV float operator()(float a, float b) const { return a + b; }
-  // Double: the statistics of norm rows whose float sums overflow (row_kernels.hpp).
+  // Double: the statistics of norm rows whose float sums cannot be trusted (row_kernels.hpp).
   ONORM_DEV double operator()(double a, double b) const { return a + b; }
+  ONORM_DEV Sums2 operator()(const Sums2& a, const Sums2& b) const { return Sums2{a.s1 + b.s1, a.s2 + b.s2}; }
 };
 struct MaxOp {
   ONORM_DEV float operator()(float a, float b) const { return core::nan_max(a, b); }
@@ -32,6 +39,15 @@ ONORM_DEV core::MaxSum<float> shfl_state(const core::MaxSum<float>& s, int m, in
 ONORM_DEV core::Welford<float> shfl_state(const core::Welford<float>& s, int m, int w) {
   return core::Welford<float>{shim::shfl_xor(s.n, m, w), shim::shfl_xor(s.mean, m, w),
                               shim::shfl_xor(s.m2, m, w)};
+}
+ONORM_DEV Sums2 shfl_state(const Sums2& s, int m, int w) {
+  return Sums2{shim::shfl_xor(s.s1, m, w), shim::shfl_xor(s.s2, m, w)};
+}
+// The LayerNorm merge state: slice states keep their means in double (Chan's between-slice
+// term needs more digits than a float mean has on offset data).
+ONORM_DEV core::Welford<double> shfl_state(const core::Welford<double>& s, int m, int w) {
+  return core::Welford<double>{shim::shfl_xor(s.n, m, w), shim::shfl_xor(s.mean, m, w),
+                               shim::shfl_xor(s.m2, m, w)};
 }
 ONORM_DEV core::SumSq<float> shfl_state(const core::SumSq<float>& s, int m, int w) {
   return core::SumSq<float>{shim::shfl_xor(s.n, m, w), shim::shfl_xor(s.s, m, w)};
