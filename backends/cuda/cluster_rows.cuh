@@ -63,18 +63,23 @@ __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_rows_kernel(gpu::
   cluster.sync();  // every block's state is published
   if (threadIdx.x < WARP) {
     S st = lane < K ? *cluster.map_shared_rank(&published, static_cast<unsigned>(lane)) : S::identity();
-    st = gpu::group_allreduce<WARP>(st, lane, gpu::CombineOp<S>{});
+    if constexpr (OP == gpu::kOpLayerNorm) st = gpu::group_merge<WARP>(st, lane);  // double: fewer registers
+    else st = gpu::group_allreduce<WARP>(st, lane, gpu::CombineOp<S>{});
     if (lane == 0) merged = st;
   }
   cluster.sync();  // no block leaves (its shared memory) before all have read; `merged` visible
   const S fin = merged;
   core::NormCoefs cf{};
   if constexpr (OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm) {
-    cf = gpu::row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin);
-    if (!gpu::state_ok(fin, a.eps)) {  // the row was read again; cluster-uniform (same fin everywhere)
+    if (gpu::state_ok(fin, a.eps)) {
+      cf = gpu::state_coefs(fin, a.eps);
+    } else {  // the row is read again in double; cluster-uniform (same fin everywhere)
+      cf = gpu::row_stats_f64<In, WARP, BLOCK>(static_cast<const In*>(a.x) + row * a.xs, a.cols, a.eps,
+                                               OP == gpu::kOpRmsNorm);
       cluster.sync();  // in place: no block writes its slice before every block has read the row
       // The slice again (its own columns, not written yet): v is not live across the double
-      // path's call, which keeps the hot path's register count.
+      // path's call (one branch: the compiler sees it dead there), which keeps the hot path's
+      // register count.
       gpu::load_items<In, ITEMS, BLOCK>(static_cast<const In*>(a.x) + row * a.xs + col0, n, lane, v, a.x_vec != 0,
                                         kPad);
     }

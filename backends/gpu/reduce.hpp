@@ -71,6 +71,22 @@ ONORM_DEV T group_allreduce(T v, int lane_in_group, Op op) {
   return v;
 }
 
+// The merge of the LayerNorm states held by an aligned group of WIDTH lanes (lane k holds
+// state k; empty lanes the identity), every lane getting the same bits: Chan's formula for
+// all states at once, in three fixed trees of double sums: N = sum n_k, mean = sum(n_k mean_k)
+// / N, M2 = sum(m2_k + n_k (mean_k - mean)^2). One division per group, and fewer values live
+// than pairwise merges (a division per level): the CUDA cluster kernel merges while its
+// slice of the row is in registers.
+template <int WIDTH>
+ONORM_DEV core::Welford<double> group_merge(const core::Welford<double>& s, int lane_in_group) {
+  const double nk = static_cast<double>(s.n);  // counts below 2^53: exact
+  const double n = group_allreduce<WIDTH>(nk, lane_in_group, AddOp{});
+  const double mean = group_allreduce<WIDTH>(s.n > 0 ? nk * s.mean : 0.0, lane_in_group, AddOp{}) / n;
+  const double d = s.mean - mean;
+  const double m2 = group_allreduce<WIDTH>(s.n > 0 ? s.m2 + nk * d * d : 0.0, lane_in_group, AddOp{});
+  return core::Welford<double>{static_cast<int64_t>(n), n > 0.0 ? mean : 0.0, m2};
+}
+
 // All-reduce over a block of BLOCK threads (a multiple of WARP): warps reduce, warp leaders
 // write shared memory, every thread folds the BLOCK / WARP partials in index order.
 // `scratch` holds BLOCK / WARP values; the trailing barrier makes it reusable at once.

@@ -227,8 +227,11 @@ ONORM_DEV core::NormCoefs state_coefs(const core::SumSq<float>& s, double eps) {
 // finish (norm_stats_kernel); the CUDA cluster kernel holds every block at a cluster barrier,
 // and the cooperative staged schedule at a group barrier (coop_barrier), until all have read
 // the row.
+struct RowMoments {
+  double mean, m2;  // LayerNorm: mean and the sum of squared deviations; RMSNorm: 0, the sum of squares
+};
 template <typename In, int WARP, int BLOCK>
-__device__ __noinline__ core::NormCoefs row_stats_f64(const In* x, int64_t n, double eps, bool rms) {
+__device__ __noinline__ RowMoments row_moments_f64(const In* x, int64_t n, bool rms) {
   __shared__ double red[BLOCK / WARP];
   double md = 0.0;
   if (!rms) {
@@ -242,7 +245,14 @@ __device__ __noinline__ core::NormCoefs row_stats_f64(const In* x, int64_t n, do
     q += d * d;
   }
   q = block_allreduce<WARP, BLOCK>(q, red, AddOp{});
-  return core::norm_coefs_scaled(md, 1.0 / core::sqrt_of(q / static_cast<double>(n) + eps));
+  return RowMoments{md, q};
+}
+// The scaled finish coefficients from row_moments_f64 (kept out of the call: a small return
+// value stays in registers).
+template <typename In, int WARP, int BLOCK>
+ONORM_DEV core::NormCoefs row_stats_f64(const In* x, int64_t n, double eps, bool rms) {
+  const RowMoments r = row_moments_f64<In, WARP, BLOCK>(x, n, rms);
+  return core::norm_coefs_scaled(r.mean, 1.0 / core::sqrt_of(r.m2 / static_cast<double>(n) + eps));
 }
 
 // The finish coefficients of a row from its merged state `fin`, which must be the same in
