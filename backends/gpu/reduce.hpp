@@ -106,6 +106,19 @@ ONORM_DEV T block_allreduce(T v, T* scratch, Op op) {
   return r;
 }
 
+// group_merge over a whole block (every thread holds one state, or the identity); `scratch`
+// holds BLOCK / WARP doubles. The cooperative staged schedule merges its chunk states with it:
+// fewer registers than pairwise merges in double (ptxas: staged_kernel spilled more with them).
+template <int WARP, int BLOCK>
+ONORM_DEV core::Welford<double> block_merge(const core::Welford<double>& s, double* scratch) {
+  const double nk = static_cast<double>(s.n);  // counts below 2^53: exact
+  const double n = block_allreduce<WARP, BLOCK>(nk, scratch, AddOp{});
+  const double mean = block_allreduce<WARP, BLOCK>(s.n > 0 ? nk * s.mean : 0.0, scratch, AddOp{}) / n;
+  const double d = s.mean - mean;
+  const double m2 = block_allreduce<WARP, BLOCK>(s.n > 0 ? s.m2 + nk * d * d : 0.0, scratch, AddOp{});
+  return core::Welford<double>{static_cast<int64_t>(n), n > 0.0 ? mean : 0.0, m2};
+}
+
 // A reduction over TPR threads that share a row: a sub-warp/warp group (TPR <= WARP) or the
 // whole block (TPR == BLOCK > WARP).
 template <int WARP, int TPR, int BLOCK, typename T, typename Op>

@@ -479,13 +479,27 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<FAM, In, ITEMS, BLOCK,
 //  - LayerNorm: exact two-pass (mean, then squared deviations) within the slice, Chan merges;
 //  - RMSNorm: the sum of squares.
 
-// Shared memory of a block's reductions: floats, states, or pairs of sums (BLOCK / WARP <= 32).
+// Shared memory of a block's reductions: floats, states, pairs of sums or doubles (BLOCK / WARP <= 32).
 template <typename S>
 union StateScratch {
   float f[32];
   S s[32];
   Sums2 p[32];
+  double d[32];
 };
+
+// A block's merge of one state per thread, every thread getting the same bits: the core
+// combine in a fixed tree; LayerNorm's double states by block_merge (Chan's formula for all
+// states at once), which needs fewer registers.
+template <int WARP, int BLOCK, typename S>
+ONORM_DEV S block_merge_states(const S& s, StateScratch<S>& scratch) {
+  return block_allreduce<WARP, BLOCK>(s, scratch.s, CombineOp<S>{});
+}
+template <int WARP, int BLOCK>
+ONORM_DEV core::Welford<double> block_merge_states(const core::Welford<double>& s,
+                                                   StateScratch<core::Welford<double>>& scratch) {
+  return block_merge<WARP, BLOCK>(s, scratch.d);
+}
 
 template <int OP, typename In, int WARP, int ITEMS, int BLOCK>
 ONORM_DEV typename op_state<OP>::type slice_state(float* v, int n, int lane,
@@ -616,7 +630,7 @@ ONORM_DEV void coop_publish(const S& mine, Entry* entries, int64_t round, uint64
 // them in a fixed order (every block of the group gets the same bits).
 template <int WARP, int BLOCK, typename S>
 ONORM_DEV S coop_collect(Entry* entries, int64_t round, uint64_t epoch, int64_t first, int64_t K, int slots,
-                         S* scratch) {
+                         StateScratch<S>& scratch) {
   const uint64_t tag = coop_tag(epoch, round);
   const Entry* buf = entries + (round % slots) * static_cast<int64_t>(gridDim.x);
   S acc = S::identity();
@@ -626,13 +640,13 @@ ONORM_DEV S coop_collect(Entry* entries, int64_t round, uint64_t epoch, int64_t 
     }
     acc = S::combine(acc, *reinterpret_cast<const S*>(e->words));
   }
-  return block_allreduce<WARP, BLOCK>(acc, scratch, CombineOp<S>{});
+  return block_merge_states<WARP, BLOCK>(acc, scratch);
 }
 
 // Publishes this block's state of `round` and merges its row group's (co-resident) states.
 template <int WARP, int BLOCK, typename S>
 ONORM_DEV S coop_merge(const S& mine, Entry* entries, int64_t round, uint64_t epoch, int64_t first, int64_t K,
-                       int slots, S* scratch) {
+                       int slots, StateScratch<S>& scratch) {
   coop_publish(mine, entries, round, epoch, slots);
   return coop_collect<WARP, BLOCK>(entries, round, epoch, first, K, slots, scratch);
 }
@@ -869,7 +883,7 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
       const In* c = bufs + stage * s.chunk_alloc;
       float m_c = 0.0f;
       const S st = staged_stats<OP, In, WARP, BLOCK>(c, n, scratch, m_c);
-      const S fin = K > 1 ? coop_merge<WARP, BLOCK>(st, entries, round, s.epoch, first, K, 2, scratch.s) : st;
+      const S fin = K > 1 ? coop_merge<WARP, BLOCK>(st, entries, round, s.epoch, first, K, 2, scratch) : st;
       staged_output_any<OP, In, WARP, BLOCK>(a, c, n, row, col0, fin, m_c, reread_done(round));
       shim::sync_threads();  // this buffer is refilled next round
       stage ^= 1;
@@ -889,7 +903,7 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
     const S st = staged_stats<OP, In, WARP, BLOCK>(c, n, scratch, m_c);
     coop_publish(st, entries, round, s.epoch, 4);
     if (round > 0) {
-      const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch.s);
+      const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch);
       staged_output_any<OP, In, WARP, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n, row - s.groups, col0,
                                              fin, prev_m, reread_done(round - 1));
     }
@@ -898,7 +912,7 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
     issue(row + 2 * s.groups, bufs + ((round + 2) % 3) * s.chunk_alloc);
   }
   if (round > 0) {
-    const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch.s);
+    const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch);
     staged_output_any<OP, In, WARP, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n,
                                            row0 + (round - 1) * s.groups, col0, fin, prev_m, reread_done(round - 1));
   }

@@ -667,4 +667,76 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(ONORM_F32, ONORM_BF16)),
     huge_param_name);
 
+// The merges of LayerNorm's double states that only schedules the emulator cannot run use (the
+// CUDA cluster kernel: group_merge; the cooperative staged schedule: block_merge): one state per
+// lane / thread (empty ones, a NaN), against the statistics of all the elements in long double,
+// and every lane with the same bits.
+template <int W>
+void run_merge_check(std::mt19937_64& rng, bool with_nan) {
+  constexpr int kBlock = 256;
+  using Wd = onorm::core::Welford<double>;
+  std::normal_distribution<double> n01(0.0, 1.0);
+  std::vector<Wd> states(kBlock);
+  long double sum = 0, n_all = 0;
+  std::vector<std::vector<double>> chunks(kBlock);
+  for (int t = 0; t < kBlock; ++t) {
+    const int n = t % 7 == 3 ? 0 : 50 + static_cast<int>(rng() % 200);  // some empty lanes
+    const double offset = 1e6 + 100.0 * (t % 5);  // slice means apart: Chan's between term
+    for (int i = 0; i < n; ++i) chunks[t].push_back(offset + n01(rng));
+    double m = 0, m2 = 0;
+    for (double v : chunks[t]) m += v;
+    m = n ? m / n : 0.0;
+    for (double v : chunks[t]) m2 += (v - m) * (v - m);
+    states[t] = Wd{n, m, m2};
+    for (double v : chunks[t]) sum += v, n_all += 1;
+  }
+  if (with_nan) states[18].mean = NAN;  // a lane with elements (lane 17 is empty)
+  const long double mean = sum / n_all;
+  long double m2 = 0;
+  for (const auto& c : chunks)
+    for (double v : c) m2 += (v - mean) * (v - mean);
+  std::vector<Wd> group(kBlock), block(kBlock);
+  const Wd* in = states.data();
+  Wd* g = group.data();
+  Wd* b = block.data();
+  const auto errors = onorm_sim::launch(W, dim3(1), dim3(kBlock), 0, [in, g, b] {
+    __shared__ double scratch[kBlock / W];
+    const int t = static_cast<int>(threadIdx.x);
+    g[t] = onorm::gpu::group_merge<W>(in[t], t % W);
+    b[t] = onorm::gpu::block_merge<W, kBlock>(in[t], scratch);
+  });
+  ASSERT_TRUE(errors.empty()) << errors[0];
+  for (int t = 0; t < kBlock; ++t) {
+    ASSERT_EQ(0, std::memcmp(&block[t], &block[0], sizeof(Wd))) << "W" << W << " block_merge, thread " << t;
+    ASSERT_EQ(0, std::memcmp(&group[t], &group[t - t % W], sizeof(Wd))) << "W" << W << " group_merge, lane " << t;
+  }
+  if (with_nan) {
+    EXPECT_TRUE(std::isnan(block[0].mean)) << "W" << W;
+    return;
+  }
+  EXPECT_EQ(block[0].n, static_cast<int64_t>(n_all));
+  EXPECT_NEAR(block[0].mean, static_cast<double>(mean), 1e-9) << "W" << W;
+  EXPECT_NEAR(block[0].m2, static_cast<double>(m2), 1e-9 * static_cast<double>(m2)) << "W" << W;
+  // Each group against its own lanes' elements.
+  for (int g0 = 0; g0 < kBlock; g0 += W) {
+    long double gs = 0, gn = 0, gm2 = 0;
+    for (int t = g0; t < g0 + W; ++t)
+      for (double v : chunks[t]) gs += v, gn += 1;
+    const long double gm = gs / gn;
+    for (int t = g0; t < g0 + W; ++t)
+      for (double v : chunks[t]) gm2 += (v - gm) * (v - gm);
+    EXPECT_EQ(group[g0].n, static_cast<int64_t>(gn));
+    EXPECT_NEAR(group[g0].mean, static_cast<double>(gm), 1e-9) << "W" << W << " group " << g0;
+    EXPECT_NEAR(group[g0].m2, static_cast<double>(gm2), 1e-9 * static_cast<double>(gm2)) << "W" << W << " group " << g0;
+  }
+}
+
+TEST(WaveRowsMerge, DoubleStatesOfOffsetSlices) {
+  std::mt19937_64 rng(5);
+  for (bool nan : {false, true}) {
+    run_merge_check<32>(rng, nan);
+    run_merge_check<64>(rng, nan);
+  }
+}
+
 }  // namespace
