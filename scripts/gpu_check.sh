@@ -91,10 +91,26 @@ if [ -x $B/bin/onorm_bench_cuda ]; then
   t0=$(date +%s)
   [ $pipeline = 1 ] && {
   echo "---- ONLINENORM_CUDA_PIPELINE=1" >> "$OUT/check.log"
-  ONLINENORM_CUDA_PIPELINE=1 timeout 150 $B/bin/onorm_bench_cuda --check >> "$OUT/check.log" 2>&1 \
+  ONLINENORM_CUDA_PIPELINE=1 timeout 300 $B/bin/onorm_bench_cuda --check >> "$OUT/check.log" 2>&1 \
     && status_pipe=ok || status_pipe="FAILED($?)"
   echo "check (pipelined): $status_pipe ($(( $(date +%s) - t0 )) s)"; tail -1 "$OUT/check.log"
   }
+fi
+
+# The hard norm data (--check --hard: offsets, outliers at chunk boundaries, tiny rows with eps 0,
+# +-3e38, eps 1e39; out of place and in place) through the schedules the default routing leaves
+# out: no clusters (f32 16K-256K take the staged kernel, cooperative chunks), every long row
+# two-read, and short rows staged (a block per row, K == 1).
+status_hard=skipped
+if [ -x $B/bin/onorm_bench_cuda ]; then
+  t0=$(date +%s); status_hard=ok
+  for routing in "ONLINENORM_CUDA_CLUSTER=0" "ONLINENORM_CUDA_CLUSTER=0 ONLINENORM_CUDA_SPLIT=tworead" \
+                 "ONLINENORM_CUDA_CLUSTER=0 ONLINENORM_CUDA_REG_MAX_COLS=0"; do
+    echo "---- hard data, $routing" >> "$OUT/check.log"
+    env $routing timeout 300 $B/bin/onorm_bench_cuda --check --hard >> "$OUT/check.log" 2>&1 \
+      || status_hard="FAILED($routing)"
+  done
+  echo "check (hard data, other routings): $status_hard ($(( $(date +%s) - t0 )) s)"
 fi
 
 status_mem=skipped; status_race=skipped
@@ -130,7 +146,7 @@ if [ $bench = 1 ] && [ -x $B/bin/onorm_bench_cuda ]; then
 fi
 
 echo "================ summary ================"
-echo "build $status_build | ctest $status_ctest | check $status_check | check pipelined $status_pipe | memcheck $status_mem | racecheck $status_race"
+echo "build $status_build | ctest $status_ctest | check $status_check | check pipelined $status_pipe | hard routings $status_hard | memcheck $status_mem | racecheck $status_race"
 if [ ! -f "$OUT/table.md" ] && [ -f "$OUT/onorm.csv" ] && [ -f bench/cuda/results/h200_torch.csv ]; then
   # torch not re-run: the side-by-side table from the recorded torch run on this device kind.
   python3 bench/torch_gpu.py --merge bench/cuda/results/h200_torch.csv --onorm-csv "$OUT/onorm.csv" \

@@ -58,28 +58,33 @@ __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_rows_kernel(gpu::
   if constexpr (OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm)
     if (s.prefetch_params) prefetch_norm_params<In, ITEMS, BLOCK>(a, col0, n, lane);
   float m_c = 0.0f;
-  const S mine = gpu::slice_state<OP, In, WARP, ITEMS, BLOCK>(v, n, lane, scratch.f, m_c);
+  const S mine = gpu::slice_state<OP, In, WARP, ITEMS, BLOCK>(v, n, lane, scratch, m_c);
   if (threadIdx.x == 0) published = mine;
   cluster.sync();  // every block's state is published
   if (threadIdx.x < WARP) {
     S st = lane < K ? *cluster.map_shared_rank(&published, static_cast<unsigned>(lane)) : S::identity();
-    st = gpu::group_allreduce<WARP>(st, lane, gpu::CombineOp<S>{});
+    if constexpr (OP == gpu::kOpLayerNorm) st = gpu::group_merge<WARP>(st, lane);  // double: fewer registers
+    else st = gpu::group_allreduce<WARP>(st, lane, gpu::CombineOp<S>{});
     if (lane == 0) merged = st;
   }
   cluster.sync();  // no block leaves (its shared memory) before all have read; `merged` visible
   const S fin = merged;
-  float mean = 0.0f, rstd = 0.0f;
+  core::NormCoefs cf{};
   if constexpr (OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm) {
-    gpu::row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
-    if (gpu::stats_overflowed(fin)) {  // the row was read again; cluster-uniform (same fin everywhere)
+    if (gpu::state_ok(fin, a.eps)) {
+      cf = gpu::state_coefs(fin, a.eps);
+    } else {  // the row is read again in double; cluster-uniform (same fin everywhere)
+      cf = gpu::row_stats_f64<In, WARP, BLOCK>(static_cast<const In*>(a.x) + row * a.xs, a.cols, a.eps,
+                                               OP == gpu::kOpRmsNorm);
       cluster.sync();  // in place: no block writes its slice before every block has read the row
       // The slice again (its own columns, not written yet): v is not live across the double
-      // path's call, which keeps the hot path's register count.
+      // path's call (one branch: the compiler sees it dead there), which keeps the hot path's
+      // register count.
       gpu::load_items<In, ITEMS, BLOCK>(static_cast<const In*>(a.x) + row * a.xs + col0, n, lane, v, a.x_vec != 0,
                                         kPad);
     }
   }
-  gpu::slice_finish<OP, In, ITEMS, BLOCK>(a, row, col0, n, lane, v, fin, m_c, mean, rstd, slice == 0);
+  gpu::slice_finish<OP, In, ITEMS, BLOCK>(a, row, col0, n, lane, v, fin, m_c, cf, slice == 0);
 #endif
 }
 

@@ -252,7 +252,7 @@ onorm_status launch_split(CudaContext& ctx, const RowArgs& a, cudaStream_t st, c
   constexpr bool kNorm = OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm;
   const size_t buf0 = size_t(batch * K) * sizeof(S);
   const size_t buf1 = size_t(batch * level1) * sizeof(S);
-  const size_t buf2 = kNorm ? size_t(batch) * sizeof(gpu::NormStats) : 0;
+  const size_t buf2 = kNorm ? size_t(batch) * sizeof(core::NormCoefs) : 0;
   if (onorm_status s = ensure_workspace(ctx, st, buf0 + buf1 + buf2, err, err_len)) return s;
   char* b0 = static_cast<char*>(ctx.ws);
   char* b1 = b0 + buf0;

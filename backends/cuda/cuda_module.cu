@@ -174,7 +174,7 @@ onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) 
   a.beta = q->op == ONORM_OP_LAYER_NORM ? q->beta : nullptr;
   a.mean = q->op == ONORM_OP_LAYER_NORM ? q->mean : nullptr;
   a.rstd = q->op == ONORM_OP_LAYER_NORM || q->op == ONORM_OP_RMS_NORM ? q->rstd : nullptr;
-  a.eps = static_cast<float>(q->eps);
+  a.eps = q->eps;
   a.op = q->op == ONORM_OP_SOFTMAX ? gpu::kOpSoftmax
          : q->op == ONORM_OP_LOG_SOFTMAX ? gpu::kOpLogSoftmax
          : q->op == ONORM_OP_LAYER_NORM ? gpu::kOpLayerNorm

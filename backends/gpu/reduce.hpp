@@ -14,10 +14,17 @@
 namespace onorm {
 namespace gpu {
 
+// Two float sums reduced side by side (the corrected two-pass sums s1 = sum(x - p) and
+// s2 = sum((x - p)^2) of LayerNorm): one tree, one barrier pair for both.
+struct Sums2 {
+  float s1, s2;
+};
+
 struct AddOp {
   ONORM_DEV float operator()(float a, float b) const { return a + b; }
-  // Double: the statistics of norm rows whose float sums overflow (row_kernels.hpp).
+  // Double: the statistics of norm rows whose float sums cannot be trusted (row_kernels.hpp).
   ONORM_DEV double operator()(double a, double b) const { return a + b; }
+  ONORM_DEV Sums2 operator()(const Sums2& a, const Sums2& b) const { return Sums2{a.s1 + b.s1, a.s2 + b.s2}; }
 };
 struct MaxOp {
   ONORM_DEV float operator()(float a, float b) const { return core::nan_max(a, b); }
@@ -32,6 +39,15 @@ ONORM_DEV core::MaxSum<float> shfl_state(const core::MaxSum<float>& s, int m, in
 ONORM_DEV core::Welford<float> shfl_state(const core::Welford<float>& s, int m, int w) {
   return core::Welford<float>{shim::shfl_xor(s.n, m, w), shim::shfl_xor(s.mean, m, w),
                               shim::shfl_xor(s.m2, m, w)};
+}
+ONORM_DEV Sums2 shfl_state(const Sums2& s, int m, int w) {
+  return Sums2{shim::shfl_xor(s.s1, m, w), shim::shfl_xor(s.s2, m, w)};
+}
+// The LayerNorm merge state: slice states keep their means in double (Chan's between-slice
+// term needs more digits than a float mean has on offset data).
+ONORM_DEV core::Welford<double> shfl_state(const core::Welford<double>& s, int m, int w) {
+  return core::Welford<double>{shim::shfl_xor(s.n, m, w), shim::shfl_xor(s.mean, m, w),
+                               shim::shfl_xor(s.m2, m, w)};
 }
 ONORM_DEV core::SumSq<float> shfl_state(const core::SumSq<float>& s, int m, int w) {
   return core::SumSq<float>{shim::shfl_xor(s.n, m, w), shim::shfl_xor(s.s, m, w)};
@@ -55,6 +71,22 @@ ONORM_DEV T group_allreduce(T v, int lane_in_group, Op op) {
   return v;
 }
 
+// The merge of the LayerNorm states held by an aligned group of WIDTH lanes (lane k holds
+// state k; empty lanes the identity), every lane getting the same bits: Chan's formula for
+// all states at once, in three fixed trees of double sums: N = sum n_k, mean = sum(n_k mean_k)
+// / N, M2 = sum(m2_k + n_k (mean_k - mean)^2). One division per group, and fewer values live
+// than pairwise merges (a division per level): the CUDA cluster kernel merges while its
+// slice of the row is in registers.
+template <int WIDTH>
+ONORM_DEV core::Welford<double> group_merge(const core::Welford<double>& s, int lane_in_group) {
+  const double nk = static_cast<double>(s.n);  // counts below 2^53: exact
+  const double n = group_allreduce<WIDTH>(nk, lane_in_group, AddOp{});
+  const double mean = group_allreduce<WIDTH>(s.n > 0 ? nk * s.mean : 0.0, lane_in_group, AddOp{}) / n;
+  const double d = s.mean - mean;
+  const double m2 = group_allreduce<WIDTH>(s.n > 0 ? s.m2 + nk * d * d : 0.0, lane_in_group, AddOp{});
+  return core::Welford<double>{static_cast<int64_t>(n), n > 0.0 ? mean : 0.0, m2};
+}
+
 // All-reduce over a block of BLOCK threads (a multiple of WARP): warps reduce, warp leaders
 // write shared memory, every thread folds the BLOCK / WARP partials in index order.
 // `scratch` holds BLOCK / WARP values; the trailing barrier makes it reusable at once.
@@ -72,6 +104,19 @@ ONORM_DEV T block_allreduce(T v, T* scratch, Op op) {
   for (int i = 1; i < kWarps; ++i) r = op(r, scratch[i]);
   shim::sync_threads();
   return r;
+}
+
+// group_merge over a whole block (every thread holds one state, or the identity); `scratch`
+// holds BLOCK / WARP doubles. The cooperative staged schedule merges its chunk states with it:
+// fewer registers than pairwise merges in double (ptxas: staged_kernel spilled more with them).
+template <int WARP, int BLOCK>
+ONORM_DEV core::Welford<double> block_merge(const core::Welford<double>& s, double* scratch) {
+  const double nk = static_cast<double>(s.n);  // counts below 2^53: exact
+  const double n = block_allreduce<WARP, BLOCK>(nk, scratch, AddOp{});
+  const double mean = block_allreduce<WARP, BLOCK>(s.n > 0 ? nk * s.mean : 0.0, scratch, AddOp{}) / n;
+  const double d = s.mean - mean;
+  const double m2 = block_allreduce<WARP, BLOCK>(s.n > 0 ? s.m2 + nk * d * d : 0.0, scratch, AddOp{});
+  return core::Welford<double>{static_cast<int64_t>(n), n > 0.0 ? mean : 0.0, m2};
 }
 
 // A reduction over TPR threads that share a row: a sub-warp/warp group (TPR <= WARP) or the

@@ -11,16 +11,23 @@
 //      [norms: norm_stats_kernel] + split_chunk_kernel (finish): read twice, in row batches
 //      the host sizes to the L2.
 // Accumulation is float for every dtype; special values follow the core algebra (API.md);
-// every reduction is a fixed tree, so results are bitwise reproducible. Norm rows whose float
-// sums overflow (finite |x| beyond ~1e19, or the f32 sum itself near FLT_MAX) get their mean
-// and rstd again in double (rows_norm_f64, row_norm_stats), as the CPU backend does: finite
-// inputs never overflow inside (API.md). The finish stays float.
+// every reduction is a fixed tree, so results are bitwise reproducible.
+// Norm statistics: LayerNorm takes the corrected two-pass sums around a pivot p (the float
+// sum / n): s1 = sum(x - p), s2 = sum((x - p)^2), so that a rounded p costs nothing (offset
+// data, 1e6 + N(0,1)); a row held by one group stays in float (Welford<float>::of_pivot), a
+// row split over blocks merges Welford<double> states (a float slice mean breaks Chan's
+// between-slice term on offset data). Rows whose statistics fail core::norm_float_stats_ok
+// (sums overflowed, var + eps underflowed or beyond FLT_MAX, inf / NaN in the row) get mean
+// and rstd again in double (rows_norm_f64, row_norm_stats), as the CPU backend does, and are
+// finished scaled by a power of two (core::norm_coefs_scaled): finite inputs never overflow
+// inside (API.md). Every finish is core::norm_finish with a core::NormCoefs.
 #pragma once
 
 #include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
 #include "dtype_io.hpp"
 #include "math.hpp"
 #include "onlinenorm/core/max_sum.hpp"
+#include "onlinenorm/core/norm_stats.hpp"
 #include "onlinenorm/core/sum_sq.hpp"
 #include "onlinenorm/core/welford.hpp"
 #include "reduce.hpp"
@@ -40,7 +47,7 @@ struct RowArgs {
   const void* beta;
   float* mean;
   float* rstd;
-  float eps;
+  double eps;  // as given: eps beyond FLT_MAX is still exact on the double path
   int op;         // kOp*
   int out_dtype;  // kF32 / kF16 / kBF16
   int x_vec;      // x rows 16-byte aligned
@@ -58,7 +65,7 @@ struct SplitArgs {
   uint64_t epoch;  // coop: this launch's tag (nonzero, unique per workspace use)
   void* entries;   // coop: 2 * grid Entry; two-read: stats output (batch * K states)
   const void* final_states;  // two-read finish: one state per batch row
-  void* norm_stats;          // two-read finish of norms: one NormStats per batch row, or null
+  void* norm_stats;          // two-read finish of norms: one core::NormCoefs per batch row, or null
   int prefetch_params;       // cluster: prefetch gamma / beta to L1 before the merge
 };
 
@@ -74,17 +81,19 @@ inline RowArgs rows_from(const RowArgs& a, int64_t r0, int64_t n) {
   return p;
 }
 
-// A published state: 16 bytes of state, then the tag that releases it.
+// A published state: up to 24 bytes of state (Welford<double>), then the tag that releases it.
 struct alignas(16) Entry {
-  uint32_t words[4];
+  uint32_t words[6];
   uint64_t tag;
-  uint64_t pad;
 };
+static_assert(sizeof(Entry) == 32, "Entry: 24 bytes of state and the tag");
+static_assert(sizeof(core::Welford<double>) <= sizeof(Entry::words), "the LayerNorm merge state fits an entry");
 
 template <int OP> struct op_state;
 template <> struct op_state<kOpSoftmax> { using type = core::MaxSum<float>; };
 template <> struct op_state<kOpLogSoftmax> { using type = core::MaxSum<float>; };
-template <> struct op_state<kOpLayerNorm> { using type = core::Welford<float>; };
+// LayerNorm merges in double: each slice's state is Welford<double>::of_pivot of its float sums.
+template <> struct op_state<kOpLayerNorm> { using type = core::Welford<double>; };
 template <> struct op_state<kOpRmsNorm> { using type = core::SumSq<float>; };
 
 constexpr float kNegInf = -__builtin_huge_valf();
@@ -117,14 +126,15 @@ ONORM_DEV void store_any(const RowArgs& a, int64_t row, int64_t col0, int n, int
   }
 }
 
-// y = norm(x) * gamma (+ beta) for the register-held items; `col0` is the first column of
-// this piece of the row (gamma and beta are indexed by column).
+// y = norm(x) * gamma (+ beta) for the register-held items (core::norm_finish; RMSNorm: its
+// coefficients have mean 0, and beta is 0); `col0` is the first column of this piece of the row
+// (gamma and beta are indexed by column).
 template <typename In, int ITEMS, int STRIDE>
 ONORM_DEV void norm_finish_items(const RowArgs& a, int64_t col0, int n, int lane, float* v, bool rms,
-                                 float mean, float rstd) {
+                                 const core::NormCoefs& cf) {
   constexpr int VEC = io<In>::kVec;
   const In* g = static_cast<const In*>(a.gamma);
-  const In* b = static_cast<const In*>(a.beta);
+  const In* b = rms ? nullptr : static_cast<const In*>(a.beta);
   const bool al = a.gb_vec != 0;
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
@@ -134,58 +144,82 @@ ONORM_DEV void norm_finish_items(const RowArgs& a, int64_t col0, int n, int lane
     else
 #pragma unroll
       for (int j = 0; j < VEC; ++j) gv[j] = 1.0f;
-    if (rms) {
+    if (b) load_one_item<In>(b + col0, c, n, al, 0.0f, bv);
+    else
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) v[i * VEC + j] = core::rms_norm_finish(v[i * VEC + j], rstd, gv[j]);
-    } else {
-      if (b) load_one_item<In>(b + col0, c, n, al, 0.0f, bv);
-      else
+      for (int j = 0; j < VEC; ++j) bv[j] = 0.0f;
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) bv[j] = 0.0f;
-#pragma unroll
-      for (int j = 0; j < VEC; ++j)
-        v[i * VEC + j] = core::layer_norm_finish(v[i * VEC + j], mean, rstd, gv[j], bv[j]);
-    }
+    for (int j = 0; j < VEC; ++j) v[i * VEC + j] = core::norm_finish(v[i * VEC + j], cf, gv[j], bv[j]);
   }
 }
 
-// Sum of squared deviations from `mean` over the valid elements of the items.
+// The corrected two-pass sums around the pivot p over the valid elements of the items:
+// s1 = sum(x - p), s2 = sum((x - p)^2) (RMSNorm: p = 0, s2 is the sum of squares).
 template <typename In, int ITEMS, int STRIDE>
-ONORM_DEV float sq_dev_items(const float* v, int n, int lane, float mean) {
+ONORM_DEV Sums2 pivot_sums_items(const float* v, int n, int lane, float p) {
   constexpr int VEC = io<In>::kVec;
-  float q = 0.0f;
+  Sums2 q{0.0f, 0.0f};
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     const int c = (lane + i * STRIDE) * VEC;
 #pragma unroll
     for (int j = 0; j < VEC; ++j) {
-      const float d = v[i * VEC + j] - mean;
-      q += c + j < n ? d * d : 0.0f;
+      const float d = c + j < n ? v[i * VEC + j] - p : 0.0f;
+      q.s1 += d;
+      q.s2 += d * d;
     }
   }
   return q;
 }
 
-// Norm statistics that overflowed float. A merged state is checked as the CPU backend checks
-// it (backends/cpu/kernels.hpp final_of): LayerNorm !isfinite(m2 + mean), RMSNorm !isfinite(s).
-// Rows holding inf or NaN take the double path too; it gives them the same non-finite
-// statistics (and so the same outputs) as float. The test is on the bits: fast-math safe.
-ONORM_DEV bool finite_f32(float x) { return (core::bits_of(x) & 0x7f800000u) != 0x7f800000u; }
-ONORM_DEV bool stats_overflowed(const core::Welford<float>& s) { return !finite_f32(s.m2 + s.mean); }
-ONORM_DEV bool stats_overflowed(const core::SumSq<float>& s) { return !finite_f32(s.s); }
+// When a row's statistics hold, and its finish coefficients. Float statistics are trusted by
+// core::norm_float_stats_ok (sums: m2 + mean for LayerNorm, s for RMSNorm; var_eps: var +
+// float(eps), in float); the LayerNorm merge state (double) by the same rule on double values
+// (double_stats_ok). A row that fails takes mean and rstd again in double from the row itself
+// (row_stats_f64, rows_norm_f64) and is finished scaled (core::norm_coefs_scaled). Rows holding
+// inf or NaN fail too; the double path gives them non-finite statistics and outputs, as before.
 
-// rstd = 1 / sqrt(m2 / n + eps), in double, rounded once to float.
-ONORM_DEV float rstd_f64(double m2, int64_t n, float eps) {
-  return static_cast<float>(1.0 / core::sqrt_of(m2 / static_cast<double>(n) + static_cast<double>(eps)));
+// eps as the float path adds it (inf for eps beyond FLT_MAX: such rows fail the test).
+ONORM_DEV float eps_f32(const RowArgs& a) { return static_cast<float>(a.eps); }
+
+// core::norm_float_stats_ok's rule on double values: sums finite, var + eps within
+// [kNormFloatFloor, FLT_MAX] (outside, the float sums the state came from lost digits, or
+// rstd is no normal float). A double overload in core/norm_stats.hpp would serve every backend;
+// until there is one it lives here. Bit tests and comparisons: fast-math safe.
+ONORM_DEV bool finite_f64(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  return (u & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
+ONORM_DEV bool double_stats_ok(double sums, double var_eps) {
+  return finite_f64(sums) && var_eps >= static_cast<double>(core::kNormFloatFloor) &&
+         var_eps <= static_cast<double>(3.40282346638528859811704183484516925e+38f);
+}
+
+// A merged state's trust test (the same in every thread that holds the same state).
+ONORM_DEV bool state_ok(const core::Welford<double>& s, double eps) {
+  return double_stats_ok(s.m2 + s.mean, s.variance() + eps);
+}
+ONORM_DEV bool state_ok(const core::SumSq<float>& s, double eps) {
+  return core::norm_float_stats_ok(s.s, s.mean_square() + static_cast<float>(eps));
+}
+// The coefficients of a state that passed state_ok: LayerNorm's double state is finished
+// scaled (its mean and rstd are double); RMSNorm's float state with k = 1.
+ONORM_DEV core::NormCoefs state_coefs(const core::Welford<double>& s, double eps) {
+  return core::norm_coefs_scaled(s.mean, 1.0 / core::sqrt_of(s.variance() + eps));
+}
+ONORM_DEV core::NormCoefs state_coefs(const core::SumSq<float>& s, double eps) {
+  return core::norm_coefs_f32(0.0f, s.rstd(static_cast<float>(eps)));
 }
 
 // The mean and rstd of the row x[0, n) in double, read again from global memory (two passes:
-// the mean, then the squared deviations; RMSNorm: the squares). The rare path of rows whose
-// float statistics overflowed: correctness, not speed. Every thread of the block must call it
-// (block reductions with barriers): callers decide on a block-uniform state. Its own shared
-// array (BLOCK / WARP doubles; split_chunk's StateScratch is not assumed free or large
-// enough). Fixed per-thread order (thread t sums columns t, t + BLOCK, ...) and a fixed tree:
-// every block that recomputes one row (each chunk of a split row does) gets the same bits.
+// the mean, then the squared deviations; RMSNorm: the squares), as scaled finish coefficients.
+// The rare path of rows whose statistics failed their test: correctness, not speed. Every
+// thread of the block must call it (block reductions with barriers): callers decide on a
+// block-uniform state. Its own shared array (BLOCK / WARP doubles; split_chunk's StateScratch
+// is not assumed free or large enough). Fixed per-thread order (thread t sums columns t,
+// t + BLOCK, ...) and a fixed tree: every block that recomputes one row (each chunk of a split
+// row does) gets the same bits.
 // Not inlined: inlined into staged_kernel it cost the hot path registers and spills (ptxas,
 // sm_90a); as a call the float paths keep (about) their allocation.
 // In place (y == x): a row held by one block (staged K == 1) is read whole before that block
@@ -193,11 +227,11 @@ ONORM_DEV float rstd_f64(double m2, int64_t n, float eps) {
 // finish (norm_stats_kernel); the CUDA cluster kernel holds every block at a cluster barrier,
 // and the cooperative staged schedule at a group barrier (coop_barrier), until all have read
 // the row.
-struct NormStats {
-  float mean, rstd;
+struct RowMoments {
+  double mean, m2;  // LayerNorm: mean and the sum of squared deviations; RMSNorm: 0, the sum of squares
 };
 template <typename In, int WARP, int BLOCK>
-__device__ __noinline__ NormStats row_stats_f64(const In* x, int64_t n, float eps, bool rms) {
+__device__ __noinline__ RowMoments row_moments_f64(const In* x, int64_t n, bool rms) {
   __shared__ double red[BLOCK / WARP];
   double md = 0.0;
   if (!rms) {
@@ -211,48 +245,44 @@ __device__ __noinline__ NormStats row_stats_f64(const In* x, int64_t n, float ep
     q += d * d;
   }
   q = block_allreduce<WARP, BLOCK>(q, red, AddOp{});
-  return NormStats{static_cast<float>(md), rstd_f64(q, n, eps)};
+  return RowMoments{md, q};
+}
+// The scaled finish coefficients from row_moments_f64 (kept out of the call: a small return
+// value stays in registers).
+template <typename In, int WARP, int BLOCK>
+ONORM_DEV core::NormCoefs row_stats_f64(const In* x, int64_t n, double eps, bool rms) {
+  const RowMoments r = row_moments_f64<In, WARP, BLOCK>(x, n, rms);
+  return core::norm_coefs_scaled(r.mean, 1.0 / core::sqrt_of(r.m2 / static_cast<double>(n) + eps));
 }
 
-// The mean (0 for RMSNorm) and rstd of a row from its merged state `fin`, which must be the
-// same in every thread of the block (the decision to recompute is then block-uniform).
+// The finish coefficients of a row from its merged state `fin`, which must be the same in
+// every thread of the block (the decision to read the row again is then block-uniform).
 template <int OP, typename In, int WARP, int BLOCK, typename S>
-ONORM_DEV void row_norm_stats(const RowArgs& a, int64_t row, const S& fin, float& mean, float& rstd) {
-  if (stats_overflowed(fin)) {
-    const NormStats r =
-        row_stats_f64<In, WARP, BLOCK>(static_cast<const In*>(a.x) + row * a.xs, a.cols, a.eps, OP == kOpRmsNorm);
-    mean = r.mean;
-    rstd = r.rstd;
-    return;
-  }
-  rstd = fin.rstd(a.eps);
-  mean = 0.0f;
-  if constexpr (OP == kOpLayerNorm) mean = fin.mean;
+ONORM_DEV core::NormCoefs row_norm_stats(const RowArgs& a, int64_t row, const S& fin) {
+  if (!state_ok(fin, a.eps))
+    return row_stats_f64<In, WARP, BLOCK>(static_cast<const In*>(a.x) + row * a.xs, a.cols, a.eps, OP == kOpRmsNorm);
+  return state_coefs(fin, a.eps);
 }
 
-// rows_kernel's fallback: the rows k whose float statistics (mean[k], q[k] = M2 or the sum of
-// squares) overflowed get mean[k] and rstd[k] again in double, from the register-held values
-// (their conversion to double is exact), two passes, reduced over the row's TPR lanes in the
-// same fixed trees as the float path (deterministic). Every lane of the warp takes part in
-// every shuffle: the decision is made warp-uniform (TPR < WARP: several row groups share a
-// warp and may disagree; their flags are or-ed over the warp) or is block-uniform already
-// (TPR == WARP: one group per warp; TPR == BLOCK: every thread holds the row's statistics).
-// Rows that did not overflow keep their float results (bitwise unchanged).
+// rows_kernel's fallback: the rows k whose float statistics failed their test (ok[k] false)
+// get mean and rstd again in double, from the register-held values (their conversion to
+// double is exact), two passes, reduced over the row's TPR lanes in the same fixed trees as
+// the float path (deterministic), and scaled finish coefficients cf[k]. Every lane of the warp
+// takes part in every shuffle: the decision is made warp-uniform (TPR < WARP: several row
+// groups share a warp and may disagree; their flags are or-ed over the warp) or is
+// block-uniform already (TPR == WARP: one group per warp; TPR == BLOCK: every thread holds the
+// row's statistics). Rows that passed keep their float coefficients (bitwise unchanged): a
+// row's result does not depend on its neighbours.
 template <typename In, int WARP, int TPR, int ITEMS, int BLOCK, int RPG>
-ONORM_DEV void rows_norm_f64(const float (*v)[ITEMS * io<In>::kVec], const int* n, int lane, bool rms, float eps,
-                             const float* q, float* mean, float* rstd) {
+ONORM_DEV void rows_norm_f64(const float (*v)[ITEMS * io<In>::kVec], const int* n, int lane, bool rms, double eps,
+                             const bool* ok, core::NormCoefs* cf) {
   constexpr int VEC = io<In>::kVec;
-  bool ovf[RPG];
   bool any = false;
 #pragma unroll
-  for (int k = 0; k < RPG; ++k) {
-    // Inactive groups (n == 0, mean 0 / 0) never count.
-    ovf[k] = n[k] > 0 && !finite_f32(rms ? q[k] : q[k] + mean[k]);
-    any = any || ovf[k];
-  }
+  for (int k = 0; k < RPG; ++k) any = any || !ok[k];
   if constexpr (TPR < WARP) {
     // The flag is uniform within a group; a butterfly over the group bits of the lane index
-    // gives every lane the count of the warp's groups that overflowed (small integers: exact).
+    // gives every lane the count of the warp's groups that failed (small integers: exact).
     float f = any ? 1.0f : 0.0f;
 #pragma unroll
     for (int o = WARP / 2; o >= TPR; o >>= 1) f += shim::shfl_xor(f, o, WARP);
@@ -297,10 +327,8 @@ ONORM_DEV void rows_norm_f64(const float (*v)[ITEMS * io<In>::kVec], const int* 
   for (int k = 0; k < RPG; ++k) qd[k] = row_allreduce<WARP, TPR, BLOCK>(qd[k], lane, red, AddOp{});
 #pragma unroll
   for (int k = 0; k < RPG; ++k) {
-    if (ovf[k]) {
-      mean[k] = static_cast<float>(md[k]);
-      rstd[k] = rstd_f64(qd[k], n[k], eps);
-    }
+    if (!ok[k])
+      cf[k] = core::norm_coefs_scaled(md[k], 1.0 / core::sqrt_of(qd[k] / static_cast<double>(n[k]) + eps));
   }
 }
 
@@ -376,39 +404,65 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<FAM, In, ITEMS, BLOCK,
     }
   } else {
     const bool rms = a.op == kOpRmsNorm;
-    float mean[RPG], q[RPG];
+    const float eps = eps_f32(a);
+    __shared__ Sums2 scratch2[TPR > WARP ? BLOCK / WARP : 1];
+    // LayerNorm: the pivot p (the float mean), then the corrected two-pass sums around it,
+    // reduced together; RMSNorm: p = 0 and the sum of squares alone.
+    float p[RPG];
 #pragma unroll
-    for (int k = 0; k < RPG; ++k) mean[k] = 0.0f;
+    for (int k = 0; k < RPG; ++k) p[k] = 0.0f;
     if (!rms) {
 #pragma unroll
       for (int k = 0; k < RPG; ++k) {
         float t = 0.0f;
 #pragma unroll
         for (int e = 0; e < E; ++e) t += v[k][e];
-        mean[k] = t;
+        p[k] = t;
       }
 #pragma unroll
       for (int k = 0; k < RPG; ++k)
-        mean[k] = row_allreduce<WARP, TPR, BLOCK>(mean[k], lane, scratch, AddOp{}) / static_cast<float>(n[k]);
+        p[k] = row_allreduce<WARP, TPR, BLOCK>(p[k], lane, scratch, AddOp{}) / static_cast<float>(n[k]);
     }
+    Sums2 q[RPG];
 #pragma unroll
-    for (int k = 0; k < RPG; ++k) q[k] = sq_dev_items<In, ITEMS, TPR>(v[k], n[k], lane, mean[k]);
+    for (int k = 0; k < RPG; ++k) q[k] = pivot_sums_items<In, ITEMS, TPR>(v[k], n[k], lane, p[k]);
+    if (!rms) {
 #pragma unroll
-    for (int k = 0; k < RPG; ++k) q[k] = row_allreduce<WARP, TPR, BLOCK>(q[k], lane, scratch, AddOp{});
-    float rstd[RPG];
+      for (int k = 0; k < RPG; ++k) q[k] = row_allreduce<WARP, TPR, BLOCK>(q[k], lane, scratch2, AddOp{});
+    } else {
 #pragma unroll
-    for (int k = 0; k < RPG; ++k)
-      rstd[k] = rms ? core::SumSq<float>::of(n[k], q[k]).rstd(a.eps)
-                    : core::Welford<float>::of(n[k], mean[k], q[k]).rstd(a.eps);
-    // Rows whose float sums overflowed: mean and rstd again in double (every lane calls it).
-    rows_norm_f64<In, WARP, TPR, ITEMS, BLOCK, RPG>(v, n, lane, rms, a.eps, q, mean, rstd);
+      for (int k = 0; k < RPG; ++k) q[k].s2 = row_allreduce<WARP, TPR, BLOCK>(q[k].s2, lane, scratch, AddOp{});
+    }
+    core::NormCoefs cf[RPG];
+    bool ok[RPG];
+#pragma unroll
+    for (int k = 0; k < RPG; ++k) {
+      float mean = 0.0f, var = 0.0f, sums = 0.0f;
+      if (rms) {
+        var = core::SumSq<float>::of(n[k], q[k].s2).mean_square();
+        sums = q[k].s2;
+      } else {
+        const core::Welford<float> w = core::Welford<float>::of_pivot(n[k], p[k], q[k].s1, q[k].s2);
+        mean = w.mean;
+        var = w.variance();
+        // s2, not m2: of_pivot clamps m2 = s2 - s1 * s1 / n at 0, which turns the NaN of an
+        // overflowed inf - inf into 0 (and m2 <= s2, so a finite s2 covers m2).
+        sums = q[k].s2 + w.mean;
+      }
+      const float var_eps = var + eps;
+      // Inactive groups (n == 0, p = 0 / 0) never count.
+      ok[k] = n[k] == 0 || core::norm_float_stats_ok(sums, var_eps);
+      cf[k] = core::norm_coefs_f32(mean, 1.0f / core::sqrt_of(var_eps));
+    }
+    // Rows whose float statistics failed: mean and rstd again in double (every lane calls it).
+    rows_norm_f64<In, WARP, TPR, ITEMS, BLOCK, RPG>(v, n, lane, rms, a.eps, ok, cf);
 #pragma unroll
     for (int k = 0; k < RPG; ++k) {
       if (n[k] > 0 && lane == 0) {
-        if (a.mean && !rms) a.mean[rr[k]] = mean[k];
-        if (a.rstd) a.rstd[rr[k]] = rstd[k];
+        if (a.mean && !rms) a.mean[rr[k]] = cf[k].mean;
+        if (a.rstd) a.rstd[rr[k]] = cf[k].rstd;
       }
-      norm_finish_items<In, ITEMS, TPR>(a, 0, n[k], lane, v[k], rms, mean[k], rstd[k]);
+      norm_finish_items<In, ITEMS, TPR>(a, 0, n[k], lane, v[k], rms, cf[k]);
     }
   }
 #pragma unroll
@@ -425,15 +479,38 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<FAM, In, ITEMS, BLOCK,
 //  - LayerNorm: exact two-pass (mean, then squared deviations) within the slice, Chan merges;
 //  - RMSNorm: the sum of squares.
 
+// Shared memory of a block's reductions: floats, states, pairs of sums or doubles (BLOCK / WARP <= 32).
+template <typename S>
+union StateScratch {
+  float f[32];
+  S s[32];
+  Sums2 p[32];
+  double d[32];
+};
+
+// A block's merge of one state per thread, every thread getting the same bits: the core
+// combine in a fixed tree; LayerNorm's double states by block_merge (Chan's formula for all
+// states at once), which needs fewer registers.
+template <int WARP, int BLOCK, typename S>
+ONORM_DEV S block_merge_states(const S& s, StateScratch<S>& scratch) {
+  return block_allreduce<WARP, BLOCK>(s, scratch.s, CombineOp<S>{});
+}
+template <int WARP, int BLOCK>
+ONORM_DEV core::Welford<double> block_merge_states(const core::Welford<double>& s,
+                                                   StateScratch<core::Welford<double>>& scratch) {
+  return block_merge<WARP, BLOCK>(s, scratch.d);
+}
+
 template <int OP, typename In, int WARP, int ITEMS, int BLOCK>
-ONORM_DEV typename op_state<OP>::type slice_state(float* v, int n, int lane, float* fs, float& m_c) {
+ONORM_DEV typename op_state<OP>::type slice_state(float* v, int n, int lane,
+                                                  StateScratch<typename op_state<OP>::type>& scratch, float& m_c) {
   using S = typename op_state<OP>::type;
   constexpr int E = ITEMS * io<In>::kVec;
   if constexpr (OP == kOpSoftmax || OP == kOpLogSoftmax) {
     float m = kNegInf;
 #pragma unroll
     for (int e = 0; e < E; ++e) m = core::nan_max(m, v[e]);
-    m_c = block_allreduce<WARP, BLOCK>(m, fs, MaxOp{});
+    m_c = block_allreduce<WARP, BLOCK>(m, scratch.f, MaxOp{});
     const float mm = m_c == kNegInf ? 0.0f : m_c;
     float d = 0.0f;
 #pragma unroll
@@ -442,30 +519,34 @@ ONORM_DEV typename op_state<OP>::type slice_state(float* v, int n, int lane, flo
       d += ex;
       if (OP == kOpSoftmax) v[e] = ex;
     }
-    d = block_allreduce<WARP, BLOCK>(d, fs, AddOp{});
+    d = block_allreduce<WARP, BLOCK>(d, scratch.f, AddOp{});
     return m_c == kNegInf ? S::identity() : S::of(m_c, d);
   } else {
-    float mean = 0.0f;
     if constexpr (OP == kOpLayerNorm) {
+      // The pivot (the float slice mean), then the corrected two-pass sums around it, reduced
+      // together; the state keeps mean = p + s1 / n in double.
       float sum = 0.0f;
 #pragma unroll
       for (int e = 0; e < E; ++e) sum += v[e];
-      mean = block_allreduce<WARP, BLOCK>(sum, fs, AddOp{}) / static_cast<float>(n);
+      const float p = block_allreduce<WARP, BLOCK>(sum, scratch.f, AddOp{}) / static_cast<float>(n);
+      const Sums2 q =
+          block_allreduce<WARP, BLOCK>(pivot_sums_items<In, ITEMS, BLOCK>(v, n, lane, p), scratch.p, AddOp{});
+      return S::of_pivot(n, p, q.s1, q.s2);
+    } else {
+      float q = pivot_sums_items<In, ITEMS, BLOCK>(v, n, lane, 0.0f).s2;
+      q = block_allreduce<WARP, BLOCK>(q, scratch.f, AddOp{});
+      return S::of(n, q);
     }
-    float q = sq_dev_items<In, ITEMS, BLOCK>(v, n, lane, mean);
-    q = block_allreduce<WARP, BLOCK>(q, fs, AddOp{});
-    if constexpr (OP == kOpLayerNorm) return S::of(n, mean, q);
-    else return S::of(n, q);
   }
 }
 
 // Finishes the slice [col0, col0 + n) of `row` with the row's state `fin` and stores it;
-// norms take the row's mean (LayerNorm) and rstd from the caller (row_norm_stats: an
-// overflowed row's statistics come from double). `first` (the slice holding column 0) writes
-// the mean / rstd outputs.
+// norms take the row's finish coefficients from the caller (row_norm_stats: a row whose
+// statistics failed their test has them from double). `first` (the slice holding column 0)
+// writes the mean / rstd outputs.
 template <int OP, typename In, int ITEMS, int BLOCK, typename S>
 ONORM_DEV void slice_finish(const RowArgs& a, int64_t row, int64_t col0, int n, int lane, float* v, const S& fin,
-                            float m_c, float mean, float rstd, bool first) {
+                            float m_c, const core::NormCoefs& cf, bool first) {
   constexpr int E = ITEMS * io<In>::kVec;
   if constexpr (OP == kOpSoftmax) {
     float scale = m_c == kNegInf ? 0.0f : core::exp_of(m_c - fin.m) / fin.d;
@@ -483,10 +564,10 @@ ONORM_DEV void slice_finish(const RowArgs& a, int64_t row, int64_t col0, int n, 
     for (int e = 0; e < E; ++e) v[e] = (v[e] - m) - lnd;
   } else {
     if (first && lane == 0) {
-      if (a.mean && OP == kOpLayerNorm) a.mean[row] = mean;
-      if (a.rstd) a.rstd[row] = rstd;
+      if (a.mean && OP == kOpLayerNorm) a.mean[row] = cf.mean;
+      if (a.rstd) a.rstd[row] = cf.rstd;
     }
-    norm_finish_items<In, ITEMS, BLOCK>(a, col0, n, lane, v, OP == kOpRmsNorm, mean, rstd);
+    norm_finish_items<In, ITEMS, BLOCK>(a, col0, n, lane, v, OP == kOpRmsNorm, cf);
   }
   store_any<In, ITEMS, BLOCK>(a, row, col0, n, lane, v);
 }
@@ -508,33 +589,26 @@ ONORM_DEV void split_chunk(const RowArgs& a, const SplitArgs& s, int64_t row, in
   load_items<In, ITEMS, BLOCK>(static_cast<const In*>(a.x) + row * a.xs + col0, n, lane, v, a.x_vec != 0,
                                OP == kOpSoftmax || OP == kOpLogSoftmax ? kNegInf : 0.0f);
   float m_c = 0.0f;
-  const S st = slice_state<OP, In, WARP, ITEMS, BLOCK>(v, n, lane, static_cast<float*>(scratch), m_c);
+  const S st = slice_state<OP, In, WARP, ITEMS, BLOCK>(v, n, lane, *static_cast<StateScratch<S>*>(scratch), m_c);
   if constexpr (MODE == kModeStats) {
     if (lane == 0) static_cast<S*>(s.entries)[(row - s.row0) * s.chunks + chunk] = st;
     return;
   } else {
-    const S fin = row_state(st, static_cast<S*>(scratch));
-    // fin is the same in every thread of the block (row_state's contract): an overflowed
-    // row is read again in double by every block of the row, block-uniformly.
-    float mean = 0.0f, rstd = 0.0f;
+    const S fin = row_state(st, static_cast<StateScratch<S>*>(scratch)->s);
+    // fin is the same in every thread of the block (row_state's contract): a row whose
+    // statistics fail their test is read again in double by every block of the row,
+    // block-uniformly.
+    core::NormCoefs cf{};
     if constexpr (OP == kOpLayerNorm || OP == kOpRmsNorm) {
       if (s.norm_stats) {  // two-read: taken before the finish launch (safe in place)
-        const NormStats r = static_cast<const NormStats*>(s.norm_stats)[row - s.row0];
-        mean = r.mean;
-        rstd = r.rstd;
+        cf = static_cast<const core::NormCoefs*>(s.norm_stats)[row - s.row0];
       } else {
-        row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
+        cf = row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin);
       }
     }
-    slice_finish<OP, In, ITEMS, BLOCK>(a, row, col0, n, lane, v, fin, m_c, mean, rstd, chunk == 0);
+    slice_finish<OP, In, ITEMS, BLOCK>(a, row, col0, n, lane, v, fin, m_c, cf, chunk == 0);
   }
 }
-
-template <typename S>
-union StateScratch {
-  float f[32];
-  S s[32];
-};
 
 // Flags: entry slot (round % slots) of this block carries its state of `round`, released
 // with the tag (epoch << 32 | round); entries hold slots * gridDim.x Entry.
@@ -556,7 +630,7 @@ ONORM_DEV void coop_publish(const S& mine, Entry* entries, int64_t round, uint64
 // them in a fixed order (every block of the group gets the same bits).
 template <int WARP, int BLOCK, typename S>
 ONORM_DEV S coop_collect(Entry* entries, int64_t round, uint64_t epoch, int64_t first, int64_t K, int slots,
-                         S* scratch) {
+                         StateScratch<S>& scratch) {
   const uint64_t tag = coop_tag(epoch, round);
   const Entry* buf = entries + (round % slots) * static_cast<int64_t>(gridDim.x);
   S acc = S::identity();
@@ -566,13 +640,13 @@ ONORM_DEV S coop_collect(Entry* entries, int64_t round, uint64_t epoch, int64_t 
     }
     acc = S::combine(acc, *reinterpret_cast<const S*>(e->words));
   }
-  return block_allreduce<WARP, BLOCK>(acc, scratch, CombineOp<S>{});
+  return block_merge_states<WARP, BLOCK>(acc, scratch);
 }
 
 // Publishes this block's state of `round` and merges its row group's (co-resident) states.
 template <int WARP, int BLOCK, typename S>
 ONORM_DEV S coop_merge(const S& mine, Entry* entries, int64_t round, uint64_t epoch, int64_t first, int64_t K,
-                       int slots, S* scratch) {
+                       int slots, StateScratch<S>& scratch) {
   coop_publish(mine, entries, round, epoch, slots);
   return coop_collect<WARP, BLOCK>(entries, round, epoch, first, K, slots, scratch);
 }
@@ -608,10 +682,10 @@ ONORM_DEV void smem_vec(const In* c, int i, int n, float pad, float* o) {
   }
 }
 
-// Norms: mean (LayerNorm) and rstd are the row's, from row_norm_stats (staged_output_any).
+// Norms: the row's finish coefficients, from row_norm_stats (staged_output_any).
 template <int OP, typename In, typename Out, int BLOCK, typename S>
 ONORM_DEV void staged_output(const RowArgs& a, const In* c, int n, int64_t row, int64_t col0, const S& fin,
-                             float m_c, float mean, float rstd) {
+                             float m_c, const core::NormCoefs& cf) {
   constexpr int VEC = io<In>::kVec;
   Out* y = static_cast<Out*>(a.y) + row * a.ys + col0;
   const bool yal = a.y_vec != 0;
@@ -642,11 +716,11 @@ ONORM_DEV void staged_output(const RowArgs& a, const In* c, int n, int64_t row, 
   } else {
     constexpr bool kRms = OP == kOpRmsNorm;
     if (col0 == 0 && threadIdx.x == 0) {
-      if (a.mean && !kRms) a.mean[row] = mean;
-      if (a.rstd) a.rstd[row] = rstd;
+      if (a.mean && !kRms) a.mean[row] = cf.mean;
+      if (a.rstd) a.rstd[row] = cf.rstd;
     }
     const In* g = a.gamma ? static_cast<const In*>(a.gamma) + col0 : nullptr;
-    const In* b = a.beta ? static_cast<const In*>(a.beta) + col0 : nullptr;
+    const In* b = a.beta && !kRms ? static_cast<const In*>(a.beta) + col0 : nullptr;
     const bool gal = a.gb_vec != 0;
 #pragma unroll 2
     for (int i = static_cast<int>(threadIdx.x) * VEC; i < n; i += BLOCK * VEC) {
@@ -656,17 +730,12 @@ ONORM_DEV void staged_output(const RowArgs& a, const In* c, int n, int64_t row, 
       else
 #pragma unroll
         for (int j = 0; j < VEC; ++j) gv[j] = 1.0f;
-      if (kRms) {
+      if (b) load_one_item<In>(b, i, n, gal, 0.0f, bv);
+      else
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) o[j] = core::rms_norm_finish(o[j], rstd, gv[j]);
-      } else {
-        if (b) load_one_item<In>(b, i, n, gal, 0.0f, bv);
-        else
+        for (int j = 0; j < VEC; ++j) bv[j] = 0.0f;
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) bv[j] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) o[j] = core::layer_norm_finish(o[j], mean, rstd, gv[j], bv[j]);
-      }
+      for (int j = 0; j < VEC; ++j) o[j] = core::norm_finish(o[j], cf, gv[j], bv[j]);
       store_one_item<Out, VEC>(y, i, n, yal, o);
     }
   }
@@ -699,48 +768,76 @@ ONORM_DEV S staged_stats(const In* c, int n, StateScratch<S>& scratch, float& m_
     }
     d = block_allreduce<WARP, BLOCK>(d, scratch.f, AddOp{});
     return m_c == kNegInf ? S::identity() : S::of(m_c, d);
-  } else {
-    float mean = 0.0f;
-    if constexpr (OP == kOpLayerNorm) {
-      float t = 0.0f;
+  } else if constexpr (OP == kOpLayerNorm) {
+    // The pivot (the float chunk mean), then the corrected two-pass sums around it, reduced
+    // together; the state keeps mean = p + s1 / n in double.
+    float t = 0.0f;
 #pragma unroll 4
-      for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
-        float o[VEC];
-        smem_vec<In>(c, i, n, 0.0f, o);
+    for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
+      float o[VEC];
+      smem_vec<In>(c, i, n, 0.0f, o);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) t += o[j];
-      }
-      mean = block_allreduce<WARP, BLOCK>(t, scratch.f, AddOp{}) / static_cast<float>(n);
+      for (int j = 0; j < VEC; ++j) t += o[j];
     }
+    const float p = block_allreduce<WARP, BLOCK>(t, scratch.f, AddOp{}) / static_cast<float>(n);
+    Sums2 q{0.0f, 0.0f};
+#pragma unroll 4
+    for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
+      float o[VEC];
+      smem_vec<In>(c, i, n, p, o);  // pad with the pivot: no contribution
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float d = o[j] - p;
+        q.s1 += d;
+        q.s2 += d * d;
+      }
+    }
+    q = block_allreduce<WARP, BLOCK>(q, scratch.p, AddOp{});
+    return S::of_pivot(n, p, q.s1, q.s2);
+  } else {
     float q = 0.0f;
 #pragma unroll 4
     for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
       float o[VEC];
-      smem_vec<In>(c, i, n, mean, o);  // pad with the mean: no contribution
+      smem_vec<In>(c, i, n, 0.0f, o);
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) q += (o[j] - mean) * (o[j] - mean);
+      for (int j = 0; j < VEC; ++j) q += o[j] * o[j];
     }
     q = block_allreduce<WARP, BLOCK>(q, scratch.f, AddOp{});
-    if constexpr (OP == kOpLayerNorm) return S::of(n, mean, q);
-    else return S::of(n, q);
+    return S::of(n, q);
   }
 }
 
-// Every thread of the block calls it with the same fin (norms: an overflowed row is read again
-// from global memory in double, with block reductions: row_norm_stats; then `reread_done()`
-// holds this block until every block of the row has read it: coop_barrier).
+// Every thread of the block calls it with the same fin (norms: a row whose statistics fail
+// their test is read again from global memory in double, with block reductions:
+// row_stats_f64; then `reread_done()` holds this block until every block of the row has read
+// it: coop_barrier). Norms: thread 0 takes the test and the coefficients (double arithmetic)
+// and shares them: every thread doing it cost the persistent loop registers and spills
+// (ptxas sm_90a LayerNorm f32: 52 -> 20 bytes of spill stores). Their next writer is the next
+// row's call, after the loop's own barriers.
 template <int OP, typename In, int WARP, int BLOCK, typename S, typename ReReadDone>
 ONORM_DEV void staged_output_any(const RowArgs& a, const In* c, int n, int64_t row, int64_t col0, const S& fin,
                                  float m_c, ReReadDone reread_done) {
-  float mean = 0.0f, rstd = 0.0f;
+  core::NormCoefs cf{};
   if constexpr (OP == kOpLayerNorm || OP == kOpRmsNorm) {
-    row_norm_stats<OP, In, WARP, BLOCK>(a, row, fin, mean, rstd);
-    if (stats_overflowed(fin)) reread_done();
+    __shared__ core::NormCoefs shared_cf;
+    __shared__ int shared_ok;
+    if (threadIdx.x == 0) {
+      shared_ok = state_ok(fin, a.eps);
+      if (shared_ok) shared_cf = state_coefs(fin, a.eps);
+    }
+    shim::sync_threads();
+    if (shared_ok) {
+      cf = shared_cf;
+    } else {
+      cf = row_stats_f64<In, WARP, BLOCK>(static_cast<const In*>(a.x) + row * a.xs, a.cols, a.eps, OP == kOpRmsNorm);
+      reread_done();
+    }
   }
   switch (a.out_dtype) {
-    case kF32: staged_output<OP, In, float, BLOCK>(a, c, n, row, col0, fin, m_c, mean, rstd); break;
-    case kF16: staged_output<OP, In, core::f16_bits, BLOCK>(a, c, n, row, col0, fin, m_c, mean, rstd); break;
-    default: staged_output<OP, In, core::bf16_bits, BLOCK>(a, c, n, row, col0, fin, m_c, mean, rstd); break;
+    case kF32: staged_output<OP, In, float, BLOCK>(a, c, n, row, col0, fin, m_c, cf); break;
+    case kF16: staged_output<OP, In, core::f16_bits, BLOCK>(a, c, n, row, col0, fin, m_c, cf); break;
+    default: staged_output<OP, In, core::bf16_bits, BLOCK>(a, c, n, row, col0, fin, m_c, cf); break;
   }
 }
 
@@ -800,7 +897,7 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
       const In* c = bufs + stage * s.chunk_alloc;
       float m_c = 0.0f;
       const S st = staged_stats<OP, In, WARP, BLOCK>(c, n, scratch, m_c);
-      const S fin = K > 1 ? coop_merge<WARP, BLOCK>(st, entries, round, s.epoch, first, K, 2, scratch.s) : st;
+      const S fin = K > 1 ? coop_merge<WARP, BLOCK>(st, entries, round, s.epoch, first, K, 2, scratch) : st;
       staged_output_any<OP, In, WARP, BLOCK>(a, c, n, row, col0, fin, m_c, reread_done(round));
       shim::sync_threads();  // this buffer is refilled next round
       stage ^= 1;
@@ -820,7 +917,7 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
     const S st = staged_stats<OP, In, WARP, BLOCK>(c, n, scratch, m_c);
     coop_publish(st, entries, round, s.epoch, 4);
     if (round > 0) {
-      const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch.s);
+      const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch);
       staged_output_any<OP, In, WARP, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n, row - s.groups, col0,
                                              fin, prev_m, reread_done(round - 1));
     }
@@ -829,7 +926,7 @@ __global__ void __launch_bounds__(BLOCK, 3) staged_kernel(RowArgs a, SplitArgs s
     issue(row + 2 * s.groups, bufs + ((round + 2) % 3) * s.chunk_alloc);
   }
   if (round > 0) {
-    const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch.s);
+    const S fin = coop_collect<WARP, BLOCK>(entries, round - 1, s.epoch, first, K, 4, scratch);
     staged_output_any<OP, In, WARP, BLOCK>(a, bufs + ((round - 1) % 3) * s.chunk_alloc, n,
                                            row0 + (round - 1) * s.groups, col0, fin, prev_m, reread_done(round - 1));
   }
@@ -845,16 +942,16 @@ __global__ void __launch_bounds__(BLOCK) split_chunk_kernel(RowArgs a, SplitArgs
   split_chunk<OP, In, WARP, ITEMS, BLOCK, MODE>(a, s, row, blockIdx.x, &scratch, fetch);
 }
 
-// Two-read schedule, norms: the mean and rstd of each batch row from its merged state, between
-// the merge and the finish, so that a row whose float sums overflowed is read again (in
-// double) before any finish block writes: in place is safe. grid (batch), one row per block.
+// Two-read schedule, norms: the finish coefficients of each batch row from its merged state,
+// between the merge and the finish, so that a row whose statistics fail their test is read
+// again (in double) before any finish block writes: in place is safe. grid (batch), one row
+// per block.
 template <int OP, typename In, int WARP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) norm_stats_kernel(RowArgs a, SplitArgs s) {
   using S = typename op_state<OP>::type;
   const S fin = static_cast<const S*>(s.final_states)[blockIdx.x];
-  NormStats r{0.0f, 0.0f};
-  row_norm_stats<OP, In, WARP, BLOCK>(a, s.row0 + blockIdx.x, fin, r.mean, r.rstd);
-  if (threadIdx.x == 0) static_cast<NormStats*>(s.norm_stats)[blockIdx.x] = r;
+  const core::NormCoefs cf = row_norm_stats<OP, In, WARP, BLOCK>(a, s.row0 + blockIdx.x, fin);
+  if (threadIdx.x == 0) static_cast<core::NormCoefs*>(s.norm_stats)[blockIdx.x] = cf;
 }
 
 // Merges each row's `count` states in groups of BLOCK (a fixed tree): out holds

@@ -117,7 +117,7 @@ onorm_status plan_split(const gpu::RowArgs& a, L& launcher) {
   constexpr bool kNorm = OP == gpu::kOpLayerNorm || OP == gpu::kOpRmsNorm;
   const size_t buf0 = size_t(batch * K) * sizeof(S);
   const size_t buf1 = size_t(batch * level1) * sizeof(S);
-  const size_t buf2 = kNorm ? size_t(batch) * sizeof(gpu::NormStats) : 0;
+  const size_t buf2 = kNorm ? size_t(batch) * sizeof(core::NormCoefs) : 0;
   onorm_status status = ONORM_OK;
   char* b0 = static_cast<char*>(launcher.workspace(buf0 + buf1 + buf2, status));
   if (status != ONORM_OK) return status;
@@ -180,7 +180,7 @@ inline gpu::RowArgs row_args(const onorm_request& q) {
   a.beta = q.op == ONORM_OP_LAYER_NORM ? q.beta : nullptr;
   a.mean = q.op == ONORM_OP_LAYER_NORM ? q.mean : nullptr;
   a.rstd = q.op == ONORM_OP_LAYER_NORM || q.op == ONORM_OP_RMS_NORM ? q.rstd : nullptr;
-  a.eps = static_cast<float>(q.eps);
+  a.eps = q.eps;
   a.op = q.op == ONORM_OP_SOFTMAX       ? gpu::kOpSoftmax
          : q.op == ONORM_OP_LOG_SOFTMAX ? gpu::kOpLogSoftmax
          : q.op == ONORM_OP_LAYER_NORM  ? gpu::kOpLayerNorm

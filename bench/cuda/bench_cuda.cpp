@@ -5,6 +5,9 @@
 //        the same run; CUDA events, median of many runs, buffer sets rotated.
 //   onorm_bench_cuda --check [--big]          compare against the float64 reference (reference/)
 //        over dtypes, widths, strides, in-place, special values; bitwise determinism.
+//   onorm_bench_cuda --check --hard [--big]   the hard norm data alone (offsets, outliers at
+//        chunk boundaries, tiny rows with eps 0, +-3e38, eps 1e39), e.g. under another routing
+//        (ONLINENORM_CUDA_CLUSTER=0, ONLINENORM_CUDA_SPLIT=tworead: scripts/gpu_check.sh).
 // Exit code: 0 ok, 1 failure, 77 no CUDA device (CTest's skip code).
 #include <cuda_runtime.h>
 
@@ -45,12 +48,12 @@ using onorm_ref::Op;
 const Op kOps[] = {Op::softmax, Op::log_softmax, Op::layer_norm, Op::rms_norm};
 
 onorm_status run_op(onorm_context ctx, Op op, const onorm_rows& x, const onorm_rows& y, const void* g,
-                    const void* b, float* mean, float* rstd) {
+                    const void* b, float* mean, float* rstd, double eps = 1e-5) {
   switch (op) {
     case Op::softmax: return onorm_softmax(ctx, &x, &y);
     case Op::log_softmax: return onorm_log_softmax(ctx, &x, &y);
-    case Op::layer_norm: return onorm_layer_norm(ctx, &x, g, b, 1e-5, &y, mean, rstd);
-    default: return onorm_rms_norm(ctx, &x, g, 1e-5, &y, rstd);
+    case Op::layer_norm: return onorm_layer_norm(ctx, &x, g, b, eps, &y, mean, rstd);
+    default: return onorm_rms_norm(ctx, &x, g, eps, &y, rstd);
   }
 }
 
@@ -154,11 +157,39 @@ struct Case {
   onorm_dtype in, out;
   int64_t rows, cols, xstride, ystride;
   bool in_place;
-  int special;  // 0 random, 1 masked rows/NaN/inf, 2 large values, 3 offset (1e4 + noise)
+  int special;  // 0 random, 1 masked rows/NaN/inf, 2 large values, 3 offset (1e4 + noise),
+                // 4..6 hard norm data (hard_value below)
   bool gamma;
 };
 
 int failures = 0;
+
+// Hard norm data (the same sets as tests/hip/wave_rows_test.cpp), by row r % 8:
+//  special 4 (eps 1e-5): 300 outliers at column 0, at every multiple of 512 and the column
+//    before it (every slice / chunk boundary of the widths checked: cluster slices, staged
+//    chunks, two-read chunks) and the last column; 1e3, 1e5, 1e6 + N(0,1); the constant row
+//    1e6 + 0.125 (rstd exactly 1/sqrt(eps)); {3e38, -3e38, -3e38, -3e38} repeated (double
+//    statistics, a finish that must not form x - mean in float); 1e6 + N(0,1) with outliers;
+//  special 5 (eps 0): 1e-30 * N(0,1) rows (squares underflow float) between ordinary rows;
+//  special 6 (eps 1e39, beyond FLT_MAX): 1e6 + N(0,1) and ordinary rows.
+double hard_eps(int special) { return special == 5 ? 0.0 : special == 6 ? 1e39 : 1e-5; }
+double hard_value(int special, int64_t r, int64_t j, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<double> n01(0.0, 1.0);
+  const bool boundary = j == 0 || j % 512 == 0 || j % 512 == 511 || j == cols - 1;
+  const int kind = int(r % 8);
+  if (special == 5) return kind % 2 ? 1e-30 * n01(rng) : 3.0 + 1.5 * n01(rng);
+  if (special == 6) return kind % 2 ? 1e6 + n01(rng) : 3.0 + 1.5 * n01(rng);
+  switch (kind) {
+    case 0: return boundary ? 300.0 : 3.0 + 1.5 * n01(rng);
+    case 1: return 1e3 + n01(rng);
+    case 2: return 1e5 + n01(rng);
+    case 3: return 1e6 + n01(rng);
+    case 4: return 1e6 + 0.125;
+    case 5: return j % 4 == 0 ? 3e38 : -3e38;
+    case 6: return 1e6 + (boundary ? 300.0 : n01(rng));
+    default: return -2.0 + 1.5 * n01(rng);
+  }
+}
 
 void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
   const size_t ies = onorm_dtype_size(c.in), oes = onorm_dtype_size(c.out);
@@ -171,6 +202,7 @@ void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
       double v = u(rng);
       if (c.special == 2) v = (c.in == ONORM_F32 ? 3.0e38 : c.in == ONORM_F16 ? 6.0e4 : 3.0e38) * (0.5 + v / 12);
       if (c.special == 3) v = 1e4 + v;
+      if (c.special >= 4) v = hard_value(c.special, r, j, c.cols, rng);
       if (c.special == 1) {
         const int kind = int(r % 5);
         if (kind == 1) v = -INFINITY;                               // masked row
@@ -201,12 +233,14 @@ void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
   onorm_rows hxr{hx.data(), c.in, c.rows, c.cols, xs};
   const void* g = c.gamma ? dg : nullptr;
   const void* b = c.gamma ? db : nullptr;
-  const onorm_ref::Result ref = onorm_ref::compute(c.op, hxr, c.gamma ? hg.data() : nullptr, c.gamma ? hb.data() : nullptr, 1e-5);
+  const double eps = c.special >= 4 ? hard_eps(c.special) : 1e-5;
+  const onorm_ref::Result ref =
+      onorm_ref::compute(c.op, hxr, c.gamma ? hg.data() : nullptr, c.gamma ? hb.data() : nullptr, eps);
   std::vector<unsigned char> out1(size_t(c.rows * ys) * oes), out2(out1.size());
   std::vector<float> m(c.rows), r(c.rows);
   for (int rep = 0; rep < 2; ++rep) {
     if (c.in_place && rep == 1) OK(onorm_memcpy(ctx, dx, hx.data(), hx.size(), ONORM_COPY_HOST_TO_DEVICE));
-    OK(run_op(ctx, c.op, x, y, g, b, dm, dr));
+    OK(run_op(ctx, c.op, x, y, g, b, dm, dr, eps));
     OK(onorm_synchronize(ctx));
     OK(onorm_memcpy(ctx, rep ? out2.data() : out1.data(), y.data, out1.size(), ONORM_COPY_DEVICE_TO_HOST));
   }
@@ -219,17 +253,30 @@ void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
   bool same = true;
   for (int64_t rr = 0; rr < c.rows && same; ++rr)
     same = std::memcmp(out1.data() + rr * ys * oes, out2.data() + rr * ys * oes, c.cols * oes) == 0;
-  if (!rep.ok() || !same) {
+  // Hard data: every input is finite, so is every output; and API.md's own bounds on the
+  // statistics (mean within 1e-6 (|mean| + 1/rstd), rstd within 1e-5 relative).
+  std::string hard;
+  for (int64_t rr = 0; c.special >= 4 && rr < c.rows && hard.empty(); ++rr) {
+    char b[200];
+    const double rs = ref.rstd[rr];
+    if (!(std::fabs(r[rr] - rs) <= 1e-5 * rs)) std::snprintf(b, sizeof b, " [row %lld rstd %.9g want %.9g]", (long long)rr, r[rr], rs), hard = b;
+    if (c.op == Op::layer_norm && !(std::fabs(m[rr] - ref.mean[rr]) <= 1e-6 * (std::fabs(ref.mean[rr]) + 1.0 / rs)))
+      std::snprintf(b, sizeof b, " [row %lld mean %.9g want %.9g]", (long long)rr, m[rr], ref.mean[rr]), hard = b;
+    for (int64_t j = 0; j < c.cols && hard.empty(); ++j)
+      if (!std::isfinite(onorm_ref::decode(out1.data(), c.out, rr * ys + j)))
+        std::snprintf(b, sizeof b, " [y[%lld][%lld] not finite]", (long long)rr, (long long)j), hard = b;
+  }
+  if (!rep.ok() || !same || !hard.empty()) {
     ++failures;
-    std::printf("FAIL %s %s->%s rows=%lld cols=%lld xs=%lld ys=%lld inplace=%d special=%d gamma=%d: %s%s\n",
+    std::printf("FAIL %s %s->%s rows=%lld cols=%lld xs=%lld ys=%lld inplace=%d special=%d gamma=%d: %s%s%s\n",
                 onorm_ref::op_name(c.op), dtype_name(c.in), dtype_name(c.out), (long long)c.rows, (long long)c.cols,
                 (long long)xs, (long long)ys, c.in_place, c.special, c.gamma, rep.describe().c_str(),
-                same ? "" : " [NOT DETERMINISTIC]");
+                same ? "" : " [NOT DETERMINISTIC]", hard.c_str());
   }
   for (void* p : {dx, dy, dg, db, static_cast<void*>(dm), static_cast<void*>(dr)}) OK(onorm_free(ctx, p));
 }
 
-int check(onorm_context ctx, bool big, bool small) {
+int check(onorm_context ctx, bool big, bool small, bool hard_only) {
   std::mt19937 rng(7);
   int cases = 0;
   // 61440 / 262143: clusters of 15 and 16 blocks (cuda_launch.cuh); 131077: 9 blocks of the largest slice.
@@ -242,6 +289,7 @@ int check(onorm_context ctx, bool big, bool small) {
     dtypes = {ONORM_F32, ONORM_BF16};
     special_widths = {5, 40000};
   }
+  if (hard_only) widths.clear(), special_widths.clear();
   for (Op op : kOps)
     for (onorm_dtype in : dtypes)
       for (int64_t cols : widths) {
@@ -260,7 +308,30 @@ int check(onorm_context ctx, bool big, bool small) {
         run_case(ctx, {op, ONORM_BF16, ONORM_F32, 10, cols, cols, cols, false, special, false}, rng);
         cases += 2;
       }
-  if (big) {
+  // Hard norm data (special 4..6) through every CUDA schedule, out of place and in place (the
+  // double path reads a row again before any block writes it): register rows (row groups and
+  // a block per row), cluster rows (f32 16384-262144: 2 to 16 slices; bf16 32768+), the staged
+  // kernel (bf16 10000: a block per row; bf16 20000 and f32 1M: cooperative chunks); the
+  // two-read schedule (6M f32) under --big.
+  {
+    std::vector<std::pair<onorm_dtype, int64_t>> hard = {
+        {ONORM_F32, 4},      {ONORM_F32, 37},     {ONORM_F32, 300},     {ONORM_F32, 1000},    {ONORM_F32, 3000},
+        {ONORM_F32, 8192},   {ONORM_F32, 16384},  {ONORM_F32, 65536},   {ONORM_F32, 131072},  {ONORM_F32, 262144},
+        {ONORM_F32, 1048576}, {ONORM_BF16, 300},  {ONORM_BF16, 4096},   {ONORM_BF16, 10000},  {ONORM_BF16, 20000},
+        {ONORM_BF16, 65536}, {ONORM_BF16, 262144}};
+    if (small) hard = {{ONORM_F32, 300}, {ONORM_F32, 40000}, {ONORM_BF16, 10000}};
+    if (big) hard = {{ONORM_F32, 6000000}};
+    for (const auto& [dt, cols] : hard)
+      for (Op op : {Op::layer_norm, Op::rms_norm})
+        for (int special : {4, 5, 6})
+          for (bool in_place : {false, true}) {
+            if (big && special != 4 && !in_place) continue;  // 6M columns: in place is the harder half
+            const int64_t rows = cols <= 256 ? 40 : 8;
+            run_case(ctx, {op, dt, dt, rows, cols, cols, cols, in_place, special, true}, rng);
+            ++cases;
+          }
+  }
+  if (big && !hard_only) {
     // Rows longer than the co-resident grid take the two-read schedule; 2^24 + 7 columns
     // check the statistics past f32 integer range. Norms in place with values near FLT_MAX:
     // the double statistics are taken before the finish writes (norm_stats_kernel).
@@ -288,7 +359,7 @@ int check(onorm_context ctx, bool big, bool small) {
 int main(int argc, char** argv) {
   const char* csv = nullptr;
   const char* width_list = nullptr;
-  bool do_check = false, quick = false, big = false, small = false;
+  bool do_check = false, quick = false, big = false, small = false, hard_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
     else if (!std::strcmp(argv[i], "--check")) do_check = true;
@@ -296,6 +367,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--big")) big = true;
     else if (!std::strcmp(argv[i], "--sanitize")) small = true;
+    else if (!std::strcmp(argv[i], "--hard")) hard_only = true;
   }
   if (onorm_backend_device_count(ONORM_BACKEND_CUDA) <= 0) {
     std::printf("SKIP: no CUDA device: %s\n", onorm_backend_unavailable_reason(ONORM_BACKEND_CUDA));
@@ -304,7 +376,7 @@ int main(int argc, char** argv) {
   onorm_context ctx = nullptr;
   OK(onorm_create(ONORM_BACKEND_CUDA, 0, &ctx));
   std::printf("backend: %s\n", onorm_backend_name(ctx));
-  const int rc = do_check ? check(ctx, big, small) : bench(ctx, csv, quick, width_list);
+  const int rc = do_check ? check(ctx, big, small, hard_only) : bench(ctx, csv, quick, width_list);
   onorm_destroy(ctx);
   return rc;
 }

@@ -381,7 +381,7 @@ TEST_P(WaveRowsHuge, NormsOfHugeFiniteValues) {
     const bool padded = (index++ % 2) == 1;
     if (width == 64) run_huge<64>(op, dt, cols, padded, rng);
     else run_huge<32>(op, dt, cols, padded, rng);
-    if (HasFailure()) return;
+    if (::testing::Test::HasFailure()) return;
   }
 }
 
@@ -466,6 +466,276 @@ TEST(WaveRowsHugeStaged, OneBlockPerRow) {
     run_staged_huge<32, onorm::gpu::kOpRmsNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
     run_staged_huge<64, onorm::gpu::kOpRmsNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
     if (HasFatalFailure()) return;
+  }
+}
+
+// ------------------------------------------------------------------ hard data
+// Norm rows whose statistics need more than a float two-pass around a float mean (API.md,
+// accuracy: every value distribution): outliers at column 0 and at every chunk boundary
+// (multiples of 512 and the column before them: the split schedule's 16384-column chunks
+// included), offsets 1e3 / 1e5 / 1e6 + N(0,1), the constant row 1e6 + 0.125 (rstd exactly
+// 1/sqrt(eps)), 1e6 + N(0,1) with outliers, rows of +-3e38 ({3e38, -3e38, -3e38, -3e38}: the
+// finish must not form x - mean in float), tiny rows 1e-30 * N(0,1) with eps = 0 (squares
+// underflow) and eps = 1e39 (beyond FLT_MAX). Every regime of the plan on warps of 32 and 64
+// (row groups, a block per row, split rows), and the staged kernel (K == 1); y, mean and rstd
+// against the float64 reference, the statistics also against API.md's own bounds; in place
+// bitwise equal to out of place; each row bitwise equal to the same row computed alone.
+enum HardSet : int { kHardMixed = 0, kHardTiny = 1, kHardHugeEps = 2 };
+const char* hard_set_name(int set) { return set == kHardMixed ? "mixed" : set == kHardTiny ? "tiny eps=0" : "eps=1e39"; }
+double hard_eps(int set) { return set == kHardMixed ? 1e-5 : set == kHardTiny ? 0.0 : 1e39; }
+constexpr int kHardKinds = 8;
+double hard_value(int set, int64_t r, int64_t j, int64_t cols, std::mt19937_64& rng) {
+  std::normal_distribution<double> n01(0.0, 1.0);
+  const bool boundary = j == 0 || j % 512 == 0 || j % 512 == 511 || j == cols - 1;
+  const int kind = static_cast<int>(r % kHardKinds);
+  if (set == kHardTiny) return kind % 2 ? 1e-30 * n01(rng) : 3.0 + 1.5 * n01(rng);
+  if (set == kHardHugeEps) return kind % 2 ? 1e6 + n01(rng) : 3.0 + 1.5 * n01(rng);
+  switch (kind) {
+    case 0: return boundary ? 300.0 : 3.0 + 1.5 * n01(rng);
+    case 1: return 1e3 + n01(rng);
+    case 2: return 1e5 + n01(rng);
+    case 3: return 1e6 + n01(rng);
+    case 4: return 1e6 + 0.125;
+    case 5: return j % 4 == 0 ? 3e38 : -3e38;
+    case 6: return 1e6 + (boundary ? 300.0 : n01(rng));
+    default: return -2.0 + 1.5 * n01(rng);
+  }
+}
+
+// One norm request on W-lane warps, through the HIP plan or (staged) staged_kernel with K == 1.
+template <int W>
+onorm_status run_norm(const onorm_request& q, bool staged, std::string& shapes, std::string& errors) {
+  if (!staged) {
+    SimLauncher launcher(W);
+    char err[256] = {0};
+    const onorm_status s = onorm::hip::plan_any<W>(q, launcher, err, sizeof err);
+    shapes = launcher.shapes();
+    for (const auto& e : launcher.errors()) errors += "\n  " + e;
+    return s;
+  }
+  constexpr int kBlock = 256;
+  const onorm::gpu::RowArgs a = onorm::hip::row_args(q);
+  const int64_t vec = q.x.dtype == ONORM_F32 ? 4 : 8;
+  onorm::gpu::SplitArgs s{};
+  s.chunk = q.x.cols;
+  s.chunks = 1;
+  s.groups = 4;  // the persistent grid: block b serves rows b, b + 4, ...
+  s.chunk_alloc = (q.x.cols + vec - 1) / vec * vec;
+  s.stages = 2;
+  s.epoch = 1;
+  shapes = "staged_kernel<W" + std::to_string(W) + " K1>";
+  const size_t smem = size_t(2 * s.chunk_alloc) * esize(q.x.dtype);
+  const bool ln = q.op == ONORM_OP_LAYER_NORM, f32 = q.x.dtype == ONORM_F32;
+  using onorm::core::bf16_bits;
+  std::vector<std::string> e;
+  if (ln && f32) e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { onorm::gpu::staged_kernel<onorm::gpu::kOpLayerNorm, float, W, kBlock>(a, s); });
+  else if (ln) e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { onorm::gpu::staged_kernel<onorm::gpu::kOpLayerNorm, bf16_bits, W, kBlock>(a, s); });
+  else if (f32) e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { onorm::gpu::staged_kernel<onorm::gpu::kOpRmsNorm, float, W, kBlock>(a, s); });
+  else e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { onorm::gpu::staged_kernel<onorm::gpu::kOpRmsNorm, bf16_bits, W, kBlock>(a, s); });
+  for (const auto& x : e) errors += "\n  " + x;
+  return e.empty() ? ONORM_OK : ONORM_ERROR_DEVICE;
+}
+
+template <int W>
+void run_hard(Op op, onorm_dtype dt, int64_t cols, int set, bool staged, std::mt19937_64& rng) {
+  const int64_t rows = cols <= 256 && !staged ? 70 : kHardKinds;
+  char what[200];
+  std::snprintf(what, sizeof what, "W%d %s %s %lldx%lld %s%s", W, onorm_ref::op_name(op), dname(dt),
+                static_cast<long long>(rows), static_cast<long long>(cols), hard_set_name(set),
+                staged ? " (staged_kernel K = 1)" : "");
+  SCOPED_TRACE(what);
+  const bool ln = op == Op::layer_norm;
+  const size_t es = esize(dt);
+  const int64_t xs = cols;
+  auto align64 = [](std::vector<unsigned char>& v) {
+    return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
+  };
+  std::vector<unsigned char> xbuf(rows * xs * es + 64), gbuf(cols * es + 64), bbuf(cols * es + 64);
+  void* x = align64(xbuf);
+  void* gamma = align64(gbuf);
+  void* beta = align64(bbuf);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  for (int64_t k = 0; k < cols; ++k) {
+    onorm_ref::encode(1.0 + 0.5 * n01(rng), gamma, dt, k);
+    onorm_ref::encode(n01(rng), beta, dt, k);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < cols; ++k) onorm_ref::encode(hard_value(set, r, k, cols, rng), x, dt, r * xs + k);
+  onorm_request q{};
+  q.op = to_op(op);
+  q.gamma = gamma;
+  q.beta = ln ? beta : nullptr;
+  q.eps = hard_eps(set);
+  struct Out {
+    std::vector<unsigned char> ybuf;
+    std::vector<float> mean, rstd;
+  };
+  // Rows [r0, r0 + n) of x, out of place into o (or in place into a copy of x: o.ybuf).
+  auto call = [&](int64_t r0, int64_t n, bool in_place, Out& o) {
+    o.ybuf.assign(rows * xs * es + 64, 0xff);  // NaN poison: unwritten shows
+    unsigned char* y = align64(o.ybuf);
+    if (in_place) std::memcpy(y, x, size_t(rows * xs) * es);
+    o.mean.assign(rows, -7.0f);
+    o.rstd.assign(rows, -7.0f);
+    onorm_request c = q;
+    const unsigned char* xin = in_place ? y : static_cast<unsigned char*>(x);
+    c.x = onorm_rows{const_cast<unsigned char*>(xin) + r0 * xs * es, dt, n, cols, xs};
+    c.y = onorm_rows{y + r0 * xs * es, dt, n, cols, xs};
+    c.mean = ln ? o.mean.data() + r0 : nullptr;
+    c.rstd = o.rstd.data() + r0;
+    std::string shapes, errors;
+    const onorm_status s = run_norm<W>(c, staged, shapes, errors);
+    EXPECT_TRUE(errors.empty()) << "emulator: " << shapes << errors;
+    EXPECT_EQ(s, ONORM_OK);
+    return shapes;
+  };
+  Out got;
+  const std::string shapes = call(0, rows, false, got);
+  if (::testing::Test::HasFailure()) return;
+  const onorm_rows xr{x, dt, rows, cols, xs};
+  const onorm_rows yr{align64(got.ybuf), dt, rows, cols, xs};
+  const onorm_ref::Result ref = onorm_ref::compute(op, xr, gamma, q.beta, q.eps);
+  const onorm_ref::Report rep = onorm_ref::check(op, ref, yr, gamma, dt, ln ? got.mean.data() : nullptr, got.rstd.data());
+  EXPECT_TRUE(rep.ok()) << shapes << ": " << rep.describe();
+  for (int64_t r = 0; r < rows; ++r) {
+    // API.md's bounds on the statistics themselves (the reference's check is looser on mean).
+    const double rs = ref.rstd[r];
+    EXPECT_LE(std::fabs(got.rstd[r] - rs), 1e-5 * rs) << shapes << ": rstd of row " << r << " got " << got.rstd[r]
+                                                      << " want " << rs;
+    if (ln) {
+      const double m = ref.mean[r];
+      EXPECT_LE(std::fabs(got.mean[r] - m), 1e-6 * (std::fabs(m) + 1.0 / rs))
+          << shapes << ": mean of row " << r << " got " << got.mean[r] << " want " << m;
+    }
+    for (int64_t k = 0; k < cols; ++k) {
+      const double v = onorm_ref::decode(yr.data, dt, r * xs + k);
+      if (!std::isfinite(v)) {
+        ADD_FAILURE() << shapes << ": y[" << r << "][" << k << "] = " << v << " (finite input)";
+        break;
+      }
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  // In place: bitwise the out-of-place result (the double path reads the row again).
+  Out inpl;
+  call(0, rows, true, inpl);
+  if (::testing::Test::HasFailure()) return;
+  ASSERT_EQ(0, std::memcmp(align64(inpl.ybuf), align64(got.ybuf), size_t(rows * xs) * es)) << shapes << ": in place";
+  ASSERT_EQ(0, std::memcmp(inpl.rstd.data(), got.rstd.data(), rows * sizeof(float))) << shapes << ": in place rstd";
+  if (ln) {
+    ASSERT_EQ(0, std::memcmp(inpl.mean.data(), got.mean.data(), rows * sizeof(float))) << shapes << ": in place mean";
+  }
+  // Batch invariance: each row (at the same address) alone gives the same bits.
+  for (int64_t r = 0; r < rows; r += rows > kHardKinds ? 7 : 1) {
+    Out one;
+    call(r, 1, false, one);
+    if (::testing::Test::HasFailure()) return;
+    ASSERT_EQ(0, std::memcmp(align64(one.ybuf) + r * xs * es, align64(got.ybuf) + r * xs * es, size_t(cols) * es))
+        << shapes << ": row " << r << " alone differs from the batch";
+    ASSERT_EQ(0, std::memcmp(&one.rstd[r], &got.rstd[r], sizeof(float))) << "row " << r << " alone: rstd";
+    if (ln) {
+      ASSERT_EQ(0, std::memcmp(&one.mean[r], &got.mean[r], sizeof(float))) << "row " << r << " alone: mean";
+    }
+  }
+}
+
+using HardParam = std::tuple<int, Op, onorm_dtype>;
+class WaveRowsHard : public ::testing::TestWithParam<HardParam> {};
+
+// Widths in every regime of both plans: row groups (4, 37, 300 columns), a group of a warp or
+// more (1000, 3000), the widest register row (16384), split rows of 2 and 3 chunks.
+TEST_P(WaveRowsHard, NormsOfHardData) {
+  const auto [width, op, dt] = GetParam();
+  std::mt19937_64 rng(4242 + width);
+  for (int set : {kHardMixed, kHardTiny, kHardHugeEps}) {
+    for (int64_t cols : {4, 37, 300, 1000, 3000, 16384, 16385, 40000}) {
+      if (width == 64) run_hard<64>(op, dt, cols, set, false, rng);
+      else run_hard<32>(op, dt, cols, set, false, rng);
+      if (::testing::Test::HasFailure()) return;
+    }
+    for (int64_t cols : {300, 3001, 20000}) {
+      if (width == 64) run_hard<64>(op, dt, cols, set, true, rng);
+      else run_hard<32>(op, dt, cols, set, true, rng);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    HipPlan, WaveRowsHard,
+    ::testing::Combine(::testing::Values(32, 64), ::testing::Values(Op::layer_norm, Op::rms_norm),
+                       ::testing::Values(ONORM_F32, ONORM_BF16)),
+    huge_param_name);
+
+// The merges of LayerNorm's double states that only schedules the emulator cannot run use (the
+// CUDA cluster kernel: group_merge; the cooperative staged schedule: block_merge): one state per
+// lane / thread (empty ones, a NaN), against the statistics of all the elements in long double,
+// and every lane with the same bits.
+template <int W>
+void run_merge_check(std::mt19937_64& rng, bool with_nan) {
+  constexpr int kBlock = 256;
+  using Wd = onorm::core::Welford<double>;
+  std::normal_distribution<double> n01(0.0, 1.0);
+  std::vector<Wd> states(kBlock);
+  long double sum = 0, n_all = 0;
+  std::vector<std::vector<double>> chunks(kBlock);
+  for (int t = 0; t < kBlock; ++t) {
+    const int n = t % 7 == 3 ? 0 : 50 + static_cast<int>(rng() % 200);  // some empty lanes
+    const double offset = 1e6 + 100.0 * (t % 5);  // slice means apart: Chan's between term
+    for (int i = 0; i < n; ++i) chunks[t].push_back(offset + n01(rng));
+    double m = 0, m2 = 0;
+    for (double v : chunks[t]) m += v;
+    m = n ? m / n : 0.0;
+    for (double v : chunks[t]) m2 += (v - m) * (v - m);
+    states[t] = Wd{n, m, m2};
+    for (double v : chunks[t]) sum += v, n_all += 1;
+  }
+  if (with_nan) states[18].mean = NAN;  // a lane with elements (lane 17 is empty)
+  const long double mean = sum / n_all;
+  long double m2 = 0;
+  for (const auto& c : chunks)
+    for (double v : c) m2 += (v - mean) * (v - mean);
+  std::vector<Wd> group(kBlock), block(kBlock);
+  const Wd* in = states.data();
+  Wd* g = group.data();
+  Wd* b = block.data();
+  const auto errors = onorm_sim::launch(W, dim3(1), dim3(kBlock), 0, [in, g, b] {
+    __shared__ double scratch[kBlock / W];
+    const int t = static_cast<int>(threadIdx.x);
+    g[t] = onorm::gpu::group_merge<W>(in[t], t % W);
+    b[t] = onorm::gpu::block_merge<W, kBlock>(in[t], scratch);
+  });
+  ASSERT_TRUE(errors.empty()) << errors[0];
+  for (int t = 0; t < kBlock; ++t) {
+    ASSERT_EQ(0, std::memcmp(&block[t], &block[0], sizeof(Wd))) << "W" << W << " block_merge, thread " << t;
+    ASSERT_EQ(0, std::memcmp(&group[t], &group[t - t % W], sizeof(Wd))) << "W" << W << " group_merge, lane " << t;
+  }
+  if (with_nan) {
+    EXPECT_TRUE(std::isnan(block[0].mean)) << "W" << W;
+    return;
+  }
+  EXPECT_EQ(block[0].n, static_cast<int64_t>(n_all));
+  EXPECT_NEAR(block[0].mean, static_cast<double>(mean), 1e-9) << "W" << W;
+  EXPECT_NEAR(block[0].m2, static_cast<double>(m2), 1e-9 * static_cast<double>(m2)) << "W" << W;
+  // Each group against its own lanes' elements.
+  for (int g0 = 0; g0 < kBlock; g0 += W) {
+    long double gs = 0, gn = 0, gm2 = 0;
+    for (int t = g0; t < g0 + W; ++t)
+      for (double v : chunks[t]) gs += v, gn += 1;
+    const long double gm = gs / gn;
+    for (int t = g0; t < g0 + W; ++t)
+      for (double v : chunks[t]) gm2 += (v - gm) * (v - gm);
+    EXPECT_EQ(group[g0].n, static_cast<int64_t>(gn));
+    EXPECT_NEAR(group[g0].mean, static_cast<double>(gm), 1e-9) << "W" << W << " group " << g0;
+    EXPECT_NEAR(group[g0].m2, static_cast<double>(gm2), 1e-9 * static_cast<double>(gm2)) << "W" << W << " group " << g0;
+  }
+}
+
+TEST(WaveRowsMerge, DoubleStatesOfOffsetSlices) {
+  std::mt19937_64 rng(5);
+  for (bool nan : {false, true}) {
+    run_merge_check<32>(rng, nan);
+    run_merge_check<64>(rng, nan);
   }
 }
 
