@@ -174,31 +174,17 @@ ONORM_DEV Sums2 pivot_sums_items(const float* v, int n, int lane, float p) {
 
 // When a row's statistics hold, and its finish coefficients. Float statistics are trusted by
 // core::norm_float_stats_ok (sums: m2 + mean for LayerNorm, s for RMSNorm; var_eps: var +
-// float(eps), in float); the LayerNorm merge state (double) by the same rule on double values
-// (double_stats_ok). A row that fails takes mean and rstd again in double from the row itself
+// float(eps), in float); the LayerNorm merge state (double) by core::norm_double_stats_ok.
+// A row that fails takes mean and rstd again in double from the row itself
 // (row_stats_f64, rows_norm_f64) and is finished scaled (core::norm_coefs_scaled). Rows holding
 // inf or NaN fail too; the double path gives them non-finite statistics and outputs, as before.
 
 // eps as the float path adds it (inf for eps beyond FLT_MAX: such rows fail the test).
 ONORM_DEV float eps_f32(const RowArgs& a) { return static_cast<float>(a.eps); }
 
-// core::norm_float_stats_ok's rule on double values: sums finite, var + eps within
-// [kNormFloatFloor, FLT_MAX] (outside, the float sums the state came from lost digits, or
-// rstd is no normal float). A double overload in core/norm_stats.hpp would serve every backend;
-// until there is one it lives here. Bit tests and comparisons: fast-math safe.
-ONORM_DEV bool finite_f64(double x) {
-  uint64_t u;
-  memcpy(&u, &x, sizeof u);
-  return (u & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
-}
-ONORM_DEV bool double_stats_ok(double sums, double var_eps) {
-  return finite_f64(sums) && var_eps >= static_cast<double>(core::kNormFloatFloor) &&
-         var_eps <= static_cast<double>(3.40282346638528859811704183484516925e+38f);
-}
-
 // A merged state's trust test (the same in every thread that holds the same state).
 ONORM_DEV bool state_ok(const core::Welford<double>& s, double eps) {
-  return double_stats_ok(s.m2 + s.mean, s.variance() + eps);
+  return core::norm_double_stats_ok(s.m2 + s.mean, s.variance() + eps);
 }
 ONORM_DEV bool state_ok(const core::SumSq<float>& s, double eps) {
   return core::norm_float_stats_ok(s.s, s.mean_square() + static_cast<float>(eps));

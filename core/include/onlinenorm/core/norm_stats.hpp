@@ -32,7 +32,9 @@ ONORM_HD_INLINE bool norm_float_stats_ok(float sums, float var_eps) {
 // The same rule for statistics merged in double from float block sums: the sums stayed finite
 // and var + eps is above the floor (rstd is then taken in double: no upper limit on eps).
 ONORM_HD_INLINE bool norm_double_stats_ok(double sums, double var_eps) {
-  return sums - sums == 0.0 && var_eps >= static_cast<double>(kNormFloatFloor);
+  uint64_t u;
+  memcpy(&u, &sums, sizeof u);
+  return (u & 0x7ff0000000000000ull) != 0x7ff0000000000000ull && var_eps >= static_cast<double>(kNormFloatFloor);
 }
 
 // The finish of one row: y = ((x * k - mk) * rk) * s + b, and the mean / rstd outputs.
