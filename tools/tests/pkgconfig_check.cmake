@@ -60,7 +60,9 @@ execute_process(COMMAND ${C_COMPILER} ${extra} "${WORK_DIR}/main.c" -o "${WORK_D
 if(rc)
   message(FATAL_ERROR "compiling with the pkg-config flags failed: ${err}")
 endif()
-set(ENV{LD_LIBRARY_PATH} "${libdir}")
+# The installed library first; what the environment already names (e.g. a Highway outside the
+# system folders) stays reachable.
+set(ENV{LD_LIBRARY_PATH} "${libdir}:$ENV{LD_LIBRARY_PATH}")
 execute_process(COMMAND "${WORK_DIR}/main" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(rc)
   message(FATAL_ERROR "the pkg-config-built program failed (${rc}): ${out}${err}")
