@@ -102,5 +102,21 @@ TEST(CpuTargets, RepresentativeSubsetOnEveryTarget) {
   }
 }
 
+// A cap naming a target Highway knows but this build or machine lacks runs the next lower
+// target, and says so in the context's name: ONLINENORM_CPU_TARGET=EMU128 where SCALAR is the
+// compiled baseline must not silently mean SCALAR.
+TEST(CpuTargets, UnavailableCapIsNamed) {
+  const std::vector<std::string> have = targets();
+  for (const char* cap : {"EMU128", "SCALAR"}) {
+    if (std::find(have.begin(), have.end(), cap) != have.end()) continue;
+    EnvTarget env(cap);
+    ONORM_OPEN_OR_SKIP(ctx, ONORM_BACKEND_CPU);
+    const std::string name = onorm_backend_name(ctx);
+    EXPECT_NE(name.find(std::string(cap) + " not available"), std::string::npos) << name;
+    return;
+  }
+  GTEST_SKIP() << "every baseline target is compiled here";
+}
+
 }  // namespace
 }  // namespace onorm_test
