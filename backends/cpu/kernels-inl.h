@@ -358,7 +358,6 @@ HWY_INLINE core::SumSq<double> SumSqChunk(DF d, const In* HWY_RESTRICT x, size_t
 template <typename In>
 HWY_INLINE OpState ChunkStateOf(DF d, onorm_op op, const In* x, size_t n, bool pf) {
   OpState s;
-  std::memset(static_cast<void*>(&s), 0, sizeof s);
   s.op = op;
   switch (op) {
     case ONORM_OP_SOFTMAX:

@@ -53,25 +53,6 @@ OpState OpState::combine(const OpState& a, const OpState& b) {
   return m;
 }
 
-RowFinal final_of(const onorm_request& q, const OpState& st, int64_t r) {
-  RowFinal f{kFinite, 0.0f, 0.0f, core::NormCoefs{1.0f, 0.0f, 0.0f, 0.0f, 0.0f}};
-  if (q.op == ONORM_OP_LAYER_NORM || q.op == ONORM_OP_RMS_NORM) {
-    // Merged in double from float chunk sums: trusted while those stayed in float's range.
-    const bool ln = q.op == ONORM_OP_LAYER_NORM;
-    const double sums = ln ? st.s.w.m2 + st.s.w.mean : st.s.ss.s;
-    const double var = ln ? st.s.w.variance() : st.s.ss.mean_square();
-    double mean = ln ? st.s.w.mean : 0.0, rstd = 1.0 / std::sqrt(var + q.eps);
-    if (!core::norm_double_stats_ok(sums, var + q.eps)) scalar_norm_stats_f64(q, r, mean, rstd);
-    f.norm = core::norm_coefs_scaled(mean, rstd);
-    return f;
-  }
-  const core::MaxSum<float>& ms = st.s.ms;
-  if (ms.m != ms.m || ms.d != ms.d) return RowFinal{kAllNaN, 0, 0, f.norm};
-  if (ms.is_identity()) return RowFinal{q.op == ONORM_OP_SOFTMAX ? kAllZero : kAllNegInf, 0, 0, f.norm};
-  if (q.op == ONORM_OP_SOFTMAX) return RowFinal{kFinite, ms.m, ms.inv_d(), f.norm};
-  return RowFinal{kFinite, ms.m, core::log_of(ms.d), f.norm};
-}
-
 // Index of a target's entry in the HWY_EXPORT tables: the same arithmetic as
 // hwy::ChosenTarget::GetIndex, applied to a single target instead of the global choice.
 size_t target_index(int64_t bit) {

@@ -51,9 +51,34 @@ struct OpState {
 };
 using RowFold = core::PairwiseFold<OpState>;
 
-// Folds the merged state of row r into its RowFinal (the norms' double fallback re-reads
-// the row: rows whose float chunk sums overflowed or underflowed, core/norm_stats.hpp).
-RowFinal final_of(const onorm_request& q, const OpState& s, int64_t r);
+// Folds the merged state of row r into its RowFinal (inline: it runs once per row, and short
+// rows feel every nanosecond). Norms: rows whose statistics fit float finish from float mean
+// and rstd (k = 1); the others (float chunk sums that overflowed or underflowed, eps beyond
+// FLT_MAX; core/norm_stats.hpp) get them in double, re-read from the row where the sums
+// themselves are lost, and finish scaled.
+inline RowFinal final_of(const onorm_request& q, const OpState& st, int64_t r) {
+  RowFinal f{kFinite, 0.0f, 0.0f, core::NormCoefs{1.0f, 0.0f, 0.0f, 0.0f, 0.0f}};
+  if (q.op == ONORM_OP_LAYER_NORM || q.op == ONORM_OP_RMS_NORM) {
+    const bool ln = q.op == ONORM_OP_LAYER_NORM;
+    const double sums = ln ? st.s.w.m2 + st.s.w.mean : st.s.ss.s;
+    const double var = ln ? st.s.w.variance() : st.s.ss.mean_square();
+    double mean = ln ? st.s.w.mean : 0.0;
+    const float var_eps = static_cast<float>(var) + static_cast<float>(q.eps);
+    if (core::norm_float_stats_ok(static_cast<float>(sums), var_eps)) {
+      f.norm = core::norm_coefs_f32(static_cast<float>(mean), 1.0f / std::sqrt(var_eps));
+      return f;
+    }
+    double rstd = 1.0 / std::sqrt(var + q.eps);
+    if (!core::norm_double_stats_ok(sums, var + q.eps)) scalar_norm_stats_f64(q, r, mean, rstd);
+    f.norm = core::norm_coefs_scaled(mean, rstd);
+    return f;
+  }
+  const core::MaxSum<float>& ms = st.s.ms;
+  if (ms.m != ms.m || ms.d != ms.d) return RowFinal{kAllNaN, 0, 0, f.norm};
+  if (ms.is_identity()) return RowFinal{q.op == ONORM_OP_SOFTMAX ? kAllZero : kAllNegInf, 0, 0, f.norm};
+  if (q.op == ONORM_OP_SOFTMAX) return RowFinal{kFinite, ms.m, ms.inv_d(), f.norm};
+  return RowFinal{kFinite, ms.m, core::log_of(ms.d), f.norm};
+}
 
 // The factor that turns a softmax chunk's exp(x - m_chunk) into exp(x - M) / D.
 inline float chunk_scale(const RowFinal& fin, float chunk_max) {
