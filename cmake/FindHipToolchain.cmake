@@ -6,7 +6,7 @@
 #           device libraries (rocm-device-libs), or the same from /opt/rocm.
 #   nvidia  nvcc (CMAKE_CUDA_COMPILER, from check_language(CUDA)) + HIP's headers, from
 #           ONLINENORM_HIP_HEADERS_DIR: a folder holding hip/hip_runtime.h, by default the
-#           folder .hip-headers/ that backends/hip/pack_headers.sh fills (for machines without
+#           folder .hip-headers/ that `scripts/gpu.sh prepare` fills (for machines without
 #           Debian's packages), else /usr/include. A patched copy is made at configure time
 #           (cmake/HipNvidiaHeaders.cmake).
 #

@@ -7,6 +7,7 @@
 #include "backend_interface.h"
 #include "last_error.hpp"
 #include "registry.hpp"
+#include "tune.hpp"
 #include "validate.hpp"
 
 struct onorm_context_t {
@@ -71,12 +72,14 @@ onorm_status onorm_create(onorm_backend backend, int device, onorm_context* out)
   return guarded("onorm_create", [&]() -> onorm_status {
     if (!out) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_create: out is NULL");
     *out = nullptr;
+    char err[512] = {0};
+    // Checked for every backend, so that a misspelt key never silently measures the default.
+    if (!onorm::tune::validate(err, sizeof err)) return fail(ONORM_ERROR_INVALID_ARGUMENT, err);
     onorm_backend kind;
     int resolved = 0;
     if (onorm_status s = onorm::resolve_backend(backend, device, kind, resolved)) return s;
     const onorm_backend_module* module = onorm::backend_entry(kind).module;
     void* impl = nullptr;
-    char err[512] = {0};
     if (onorm_status s = module->open(resolved, &impl, err, sizeof err)) return backend_status(s, err);
     *out = new onorm_context_t{module, impl, kind, resolved};
     return ONORM_OK;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "common/test_util.hpp"
 
@@ -169,6 +170,41 @@ TEST(Create, EnvironmentIgnoredForExplicitBackend) {
   onorm_backend k;
   ASSERT_EQ(create(ONORM_BACKEND_CPU, 0, &k), ONORM_OK);
   EXPECT_EQ(k, ONORM_BACKEND_CPU);
+}
+
+// ONLINENORM_TUNE (src/tune.hpp): every backend's keys are accepted by every backend, since one
+// variable serves a whole process; a key nobody knows or a bad value is refused, naming the key.
+TEST(Create, TuneAccepted) {
+  for (const char* v : {"", "stream=0", "stream=0,prefetch=0,twoexp=1", "cluster=0,tworead=1,reg_cols=0",
+                        "cluster_max=16,", "short_wide=0,,pipeline=1"}) {
+    EnvGuard env("ONLINENORM_TUNE", v);
+    EXPECT_EQ(create(ONORM_BACKEND_CPU, 0), ONORM_OK) << "'" << v << "': " << onorm_last_error();
+  }
+}
+
+TEST(Create, TuneRefused) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"nostream", "nostream"},          // the old ONLINENORM_CPU_TUNE spelling
+      {"streem=0", "streem"},            // misspelt key
+      {"stream=0,bogus=1", "bogus"},     // a bad key after a good one
+      {"stream", "stream"},              // no value
+      {"stream=", "stream"},             // empty value
+      {"stream=yes", "stream"},          // not an integer
+      {"stream=2", "stream"},            // out of range
+      {"cluster_max=17", "cluster_max"}, // out of range
+      {"reg_cols=-1", "reg_cols"},       // negative
+      {"stage_bytes=12x", "stage_bytes"},
+      {"=1", "''"},                      // no key
+  };
+  for (const auto& c : cases) {
+    EnvGuard env("ONLINENORM_TUNE", c.first);
+    for (onorm_backend b : {ONORM_BACKEND_CPU, ONORM_BACKEND_AUTO}) {
+      EXPECT_EQ(create(b, 0), ONORM_ERROR_INVALID_ARGUMENT) << "'" << c.first << "'";
+      const std::string msg = onorm_last_error();
+      EXPECT_NE(msg.find("ONLINENORM_TUNE"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(c.second), std::string::npos) << msg;
+    }
+  }
 }
 
 TEST(Misc, StatusStringsAndNulls) {

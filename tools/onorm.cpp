@@ -155,6 +155,15 @@ int cmd_info(int argc, char** argv) {
   for (int i = 0; i < std::min(got, nt); ++i) std::cout << " " << names[i];
   std::cout << "\n";
   if (const char* cap = std::getenv("ONLINENORM_CPU_TARGET")) std::cout << "ONLINENORM_CPU_TARGET=" << cap << "\n";
+  // The tuning variable (docs/tuning.md): a key the library refuses makes every context fail.
+  if (const char* tune = std::getenv("ONLINENORM_TUNE")) {
+    std::cout << "ONLINENORM_TUNE=" << tune;
+    onorm_context ctx = nullptr;
+    if (onorm_create(ONORM_BACKEND_CPU, 0, &ctx) == ONORM_ERROR_INVALID_ARGUMENT && !ctx)
+      std::cout << " (invalid: " << onorm_last_error() << ")";
+    onorm_destroy(ctx);
+    std::cout << "\n";
+  }
   // What ONORM_BACKEND_AUTO does with the variable: a value the library refuses is shown as
   // such, with its reason, not just echoed.
   if (const char* be = std::getenv("ONLINENORM_BACKEND")) {

@@ -20,6 +20,7 @@
 #include "backend_interface.h"
 #include "kernels.hpp"
 #include "scalar_rows.hpp"
+#include "tune.hpp"
 
 namespace onorm {
 namespace cpu {
@@ -32,7 +33,7 @@ constexpr int64_t kSplitCols = 4 * kChunk;
 
 struct CpuContext {
   TargetInfo target;
-  unsigned tune_off = 0;  // options switched off by ONLINENORM_CPU_TUNE (benchmarking only)
+  unsigned tune_off = 0;  // options switched by ONLINENORM_TUNE (benchmarking only; kOptTwoExp: on)
   size_t index;  // entry in the HWY_EXPORT tables
   std::string name;
 };
@@ -53,12 +54,9 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   }
   auto* ctx = new CpuContext;
   ctx->target = target;
-  if (const char* tune = std::getenv("ONLINENORM_CPU_TUNE")) {
-    const std::string t = tune;
-    if (t.find("nostream") != std::string::npos) ctx->tune_off |= kOptStream;
-    if (t.find("noprefetch") != std::string::npos) ctx->tune_off |= kOptPrefetch;
-    if (t.find("twoexp") != std::string::npos) ctx->tune_off |= kOptTwoExp;  // a switch on, really
-  }
+  if (!tune::get("stream", 1)) ctx->tune_off |= kOptStream;
+  if (!tune::get("prefetch", 1)) ctx->tune_off |= kOptPrefetch;
+  if (tune::get("twoexp", 0)) ctx->tune_off |= kOptTwoExp;
   ctx->index = target_index(target.bit);
   // A cap this build or machine does not have runs the next lower target: say which, so that
   // ONLINENORM_CPU_TARGET=EMU128 (not compiled where SCALAR is) never silently means SCALAR.

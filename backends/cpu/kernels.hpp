@@ -91,7 +91,7 @@ inline float chunk_scale(const RowFinal& fin, float chunk_max) {
 // Options of a call, a bit mask. The defaults (stream for large outputs, prefetch, one exp
 // per element for softmax rows that fit the scratch row) are the fast ones; the others exist
 // so that the benchmark can measure each optimisation against its absence in one process
-// (ONLINENORM_CPU_TUNE=nostream,noprefetch,twoexp). kOptTwoExp changes softmax's rounding,
+// (ONLINENORM_TUNE=stream=0,prefetch=0,twoexp=1; src/tune.hpp). kOptTwoExp changes softmax's rounding,
 // never the thread-count independence.
 enum : unsigned { kOptStream = 1u, kOptPrefetch = 2u, kOptTwoExp = 4u };
 

@@ -19,7 +19,7 @@ struct DeviceInfo {
   int l2_bytes = 0;
   int warp = 32;
   int coop = 0;  // cooperative launch supported
-  // Tuning, from device properties with environment overrides (read at onorm_create):
+  // Tuning, from device properties with ONLINENORM_TUNE overrides (read at onorm_create):
   int64_t reg_max_cols_f32 = 16384;      // longest f32 row kept in registers
   int64_t reg_max_cols_16 = 4096;        // longest f16/bf16 row kept in registers
   int force_two_read = 0;                // long rows: skip the single-read schedule

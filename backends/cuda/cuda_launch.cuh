@@ -4,7 +4,7 @@
 // Regimes by row length (VEC = 16 / sizeof(In) elements per vector):
 //   cols <= 1024 (f32) / 2048 (16-bit): a group of 4..32 lanes per row, 1..4 rows per group,
 //                  many rows per block, rows in registers;
-//   cols <= reg_max_cols (f32 16384 / 16-bit 4096; ONLINENORM_CUDA_REG_MAX_COLS overrides):
+//   cols <= reg_max_cols (f32 16384 / 16-bit 4096; ONLINENORM_TUNE=reg_cols=N overrides):
 //                  a block per row, the row in registers;
 //   f32 16384 / 16-bit 32768 <= cols <= 16 slices (f32 262144, 16-bit 131072; sm_90+):
 //                  cluster_rows_kernel, the row split over a thread-block cluster of K <= 16
@@ -60,7 +60,7 @@ onorm_status launch_reg(const RowArgs& a0, cudaStream_t st, char* err, size_t er
 // Short rows on NVIDIA: half the lanes per row and twice the vectors per thread of the shared
 // lists (fewer shuffle levels and more bytes in flight per thread: f32 64-128 columns 82-88%
 // -> 93-98% of copy, bf16 64-128 63-76% -> 73-88% on an H200; bench/cuda/NOTES.md v5).
-// ONLINENORM_CUDA_SHORT_WIDE=0 takes the shared lists alone.
+// ONLINENORM_TUNE=short_wide=0 takes the shared lists alone.
 #define ONORM_CUDA_WIDE_SHAPES_VEC4(TRY) \
   TRY(4, 2, 256, 1)     /* 32 */        \
   TRY(8, 2, 256, 1)     /* 64 */        \

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cuda_context.hpp"
+#include "tune.hpp"
 
 namespace onorm {
 namespace cuda {
@@ -76,40 +77,30 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   int coop = 0;
   cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device);
   ctx->info.coop = coop;
-  // ONLINENORM_CUDA_REG_MAX_COLS=N: rows up to N columns stay in registers (both dtypes);
-  // ONLINENORM_CUDA_STAGED_CHUNK_BYTES=B: shared-memory stage size (two per block).
-  if (const char* v = std::getenv("ONLINENORM_CUDA_REG_MAX_COLS")) {
-    const long long n = std::atoll(v);
-    if (n >= 0) ctx->info.reg_max_cols_f32 = ctx->info.reg_max_cols_16 = n;
+  // ONLINENORM_TUNE keys (src/tune.hpp, docs/tuning.md; onorm_create has checked their syntax
+  // and ranges). Defaults come from cuda_context.hpp and the device.
+  DeviceInfo& info = ctx->info;
+  const long long reg = tune::get("reg_cols", -1);
+  if (reg >= 0) info.reg_max_cols_f32 = info.reg_max_cols_16 = reg;
+  info.force_two_read = static_cast<int>(tune::get("tworead", info.force_two_read));
+  info.pipelined = static_cast<int>(tune::get("pipeline", info.pipelined));
+  // Three stages of stage_bytes (plus the merge scratch) must fit a block's shared memory.
+  const long long stage = tune::get("stage_bytes", -1);
+  const long long stage_cap = static_cast<long long>(prop.sharedMemPerBlockOptin) / 3 - 1024;
+  if (stage > stage_cap) {
+    std::snprintf(err, err_len, "%s: key 'stage_bytes' is %lld; this device allows at most %lld", tune::kEnv,
+                  stage, stage_cap);
+    delete ctx;
+    return ONORM_ERROR_INVALID_ARGUMENT;
   }
-  // ONLINENORM_CUDA_SPLIT=tworead: long rows always take the two-read (L2 batch) schedule.
-  if (const char* v = std::getenv("ONLINENORM_CUDA_SPLIT")) ctx->info.force_two_read = std::string(v) == "tworead";
-  // ONLINENORM_CUDA_PIPELINE=1|0: the pipelined split schedule (three stages) for long rows.
-  if (const char* v = std::getenv("ONLINENORM_CUDA_PIPELINE")) ctx->info.pipelined = std::atoi(v) != 0;
-  if (const char* v = std::getenv("ONLINENORM_CUDA_STAGED_CHUNK_BYTES")) {
-    const long long b = std::atoll(v);
-    const long long cap = static_cast<long long>(prop.sharedMemPerBlockOptin) / 3 - 1024;
-    if (b >= 4096 && b <= cap) ctx->info.staged_chunk_bytes = b / 16 * 16;
-  }
-  // Clusters: ONLINENORM_CUDA_CLUSTER=0 turns the cluster regime off; _MIN_COLS, _MAX (blocks
-  // per cluster, 1..16) and _TIER (smallest slice tried, 0..1) tune it (bench/cuda/NOTES.md).
-  ctx->info.cluster = prop.major >= 9;
-  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER")) ctx->info.cluster &= std::atoi(v) != 0;
-  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_MIN_COLS")) {
-    const long long n = std::atoll(v);
-    if (n >= 1) ctx->info.cluster_min_cols_f32 = ctx->info.cluster_min_cols_16 = n;
-  }
-  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_MAX")) {
-    const int n = std::atoi(v);
-    if (n >= 1 && n <= 16) ctx->info.cluster_max = n;
-  }
-  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_TIER")) {
-    const int n = std::atoi(v);
-    if (n >= 0 && n <= 1) ctx->info.cluster_min_tier = n;
-  }
-  if (const char* v = std::getenv("ONLINENORM_CUDA_CLUSTER_PREFETCH")) ctx->info.cluster_prefetch = std::atoi(v) != 0;
-  // ONLINENORM_CUDA_SHORT_WIDE=0|1: the wide short-row shapes (cuda_launch.cuh).
-  if (const char* v = std::getenv("ONLINENORM_CUDA_SHORT_WIDE")) ctx->info.short_wide = std::atoi(v) != 0;
+  if (stage >= 0) info.staged_chunk_bytes = stage / 16 * 16;
+  info.cluster = prop.major >= 9 && tune::get("cluster", 1) != 0;
+  const long long cluster_cols = tune::get("cluster_cols", -1);
+  if (cluster_cols >= 0) info.cluster_min_cols_f32 = info.cluster_min_cols_16 = cluster_cols;
+  info.cluster_max = static_cast<int>(tune::get("cluster_max", info.cluster_max));
+  info.cluster_min_tier = static_cast<int>(tune::get("cluster_tier", info.cluster_min_tier));
+  info.cluster_prefetch = static_cast<int>(tune::get("cluster_prefetch", info.cluster_prefetch));
+  info.short_wide = static_cast<int>(tune::get("short_wide", info.short_wide));
   const cudaError_t e = cudaEventCreateWithFlags(&ctx->ws_event, cudaEventDisableTiming);
   if (e != cudaSuccess) {
     delete ctx;

@@ -7,7 +7,7 @@
 //        over dtypes, widths, strides, in-place, special values; bitwise determinism.
 //   onorm_bench_cuda --check --hard [--big]   the hard norm data alone (offsets, outliers at
 //        chunk boundaries, tiny rows with eps 0, +-3e38, eps 1e39), e.g. under another routing
-//        (ONLINENORM_CUDA_CLUSTER=0, ONLINENORM_CUDA_SPLIT=tworead: scripts/gpu_check.sh).
+//        (ONLINENORM_TUNE=cluster=0,tworead=1: scripts/gpu.sh check).
 // Exit code: 0 ok, 1 failure, 77 no CUDA device (CTest's skip code).
 #include <cuda_runtime.h>
 
