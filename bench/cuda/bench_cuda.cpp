@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "onlinenorm/onlinenorm.h"
+#include "hard_rows.hpp"
 #include "reference.hpp"
 
 namespace {
@@ -158,7 +159,7 @@ struct Case {
   int64_t rows, cols, xstride, ystride;
   bool in_place;
   int special;  // 0 random, 1 masked rows/NaN/inf, 2 large values, 3 offset (1e4 + noise),
-                // 4..6 hard norm data (hard_value below)
+                // 4..6 hard norm data (onorm_ref::hard_value, set special - 4)
   bool gamma;
 };
 
@@ -172,25 +173,6 @@ int failures = 0;
 //    statistics, a finish that must not form x - mean in float); 1e6 + N(0,1) with outliers;
 //  special 5 (eps 0): 1e-30 * N(0,1) rows (squares underflow float) between ordinary rows;
 //  special 6 (eps 1e39, beyond FLT_MAX): 1e6 + N(0,1) and ordinary rows.
-double hard_eps(int special) { return special == 5 ? 0.0 : special == 6 ? 1e39 : 1e-5; }
-double hard_value(int special, int64_t r, int64_t j, int64_t cols, std::mt19937& rng) {
-  std::normal_distribution<double> n01(0.0, 1.0);
-  const bool boundary = j == 0 || j % 512 == 0 || j % 512 == 511 || j == cols - 1;
-  const int kind = int(r % 8);
-  if (special == 5) return kind % 2 ? 1e-30 * n01(rng) : 3.0 + 1.5 * n01(rng);
-  if (special == 6) return kind % 2 ? 1e6 + n01(rng) : 3.0 + 1.5 * n01(rng);
-  switch (kind) {
-    case 0: return boundary ? 300.0 : 3.0 + 1.5 * n01(rng);
-    case 1: return 1e3 + n01(rng);
-    case 2: return 1e5 + n01(rng);
-    case 3: return 1e6 + n01(rng);
-    case 4: return 1e6 + 0.125;
-    case 5: return j % 4 == 0 ? 3e38 : -3e38;
-    case 6: return 1e6 + (boundary ? 300.0 : n01(rng));
-    default: return -2.0 + 1.5 * n01(rng);
-  }
-}
-
 void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
   const size_t ies = onorm_dtype_size(c.in), oes = onorm_dtype_size(c.out);
   const int64_t xs = c.in_place ? std::max(c.xstride, c.ystride) : c.xstride;
@@ -202,7 +184,7 @@ void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
       double v = u(rng);
       if (c.special == 2) v = (c.in == ONORM_F32 ? 3.0e38 : c.in == ONORM_F16 ? 6.0e4 : 3.0e38) * (0.5 + v / 12);
       if (c.special == 3) v = 1e4 + v;
-      if (c.special >= 4) v = hard_value(c.special, r, j, c.cols, rng);
+      if (c.special >= 4) v = onorm_ref::hard_value(c.special - 4, r, j, c.cols, rng);
       if (c.special == 1) {
         const int kind = int(r % 5);
         if (kind == 1) v = -INFINITY;                               // masked row
@@ -233,7 +215,7 @@ void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
   onorm_rows hxr{hx.data(), c.in, c.rows, c.cols, xs};
   const void* g = c.gamma ? dg : nullptr;
   const void* b = c.gamma ? db : nullptr;
-  const double eps = c.special >= 4 ? hard_eps(c.special) : 1e-5;
+  const double eps = c.special >= 4 ? onorm_ref::hard_eps(c.special - 4) : 1e-5;
   const onorm_ref::Result ref =
       onorm_ref::compute(c.op, hxr, c.gamma ? hg.data() : nullptr, c.gamma ? hb.data() : nullptr, eps);
   std::vector<unsigned char> out1(size_t(c.rows * ys) * oes), out2(out1.size());

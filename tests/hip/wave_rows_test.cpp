@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "hard_rows.hpp"
 #include "reference.hpp"
 #include "simt_device.hpp"
 // After the emulator's names: the device templates (through the sim shim) and the plan.
@@ -480,27 +481,13 @@ TEST(WaveRowsHugeStaged, OneBlockPerRow) {
 // (row groups, a block per row, split rows), and the staged kernel (K == 1); y, mean and rstd
 // against the float64 reference, the statistics also against API.md's own bounds; in place
 // bitwise equal to out of place; each row bitwise equal to the same row computed alone.
-enum HardSet : int { kHardMixed = 0, kHardTiny = 1, kHardHugeEps = 2 };
-const char* hard_set_name(int set) { return set == kHardMixed ? "mixed" : set == kHardTiny ? "tiny eps=0" : "eps=1e39"; }
-double hard_eps(int set) { return set == kHardMixed ? 1e-5 : set == kHardTiny ? 0.0 : 1e39; }
-constexpr int kHardKinds = 8;
-double hard_value(int set, int64_t r, int64_t j, int64_t cols, std::mt19937_64& rng) {
-  std::normal_distribution<double> n01(0.0, 1.0);
-  const bool boundary = j == 0 || j % 512 == 0 || j % 512 == 511 || j == cols - 1;
-  const int kind = static_cast<int>(r % kHardKinds);
-  if (set == kHardTiny) return kind % 2 ? 1e-30 * n01(rng) : 3.0 + 1.5 * n01(rng);
-  if (set == kHardHugeEps) return kind % 2 ? 1e6 + n01(rng) : 3.0 + 1.5 * n01(rng);
-  switch (kind) {
-    case 0: return boundary ? 300.0 : 3.0 + 1.5 * n01(rng);
-    case 1: return 1e3 + n01(rng);
-    case 2: return 1e5 + n01(rng);
-    case 3: return 1e6 + n01(rng);
-    case 4: return 1e6 + 0.125;
-    case 5: return j % 4 == 0 ? 3e38 : -3e38;
-    case 6: return 1e6 + (boundary ? 300.0 : n01(rng));
-    default: return -2.0 + 1.5 * n01(rng);
-  }
-}
+using onorm_ref::hard_eps;
+using onorm_ref::hard_set_name;
+using onorm_ref::hard_value;
+using onorm_ref::kHardHugeEps;
+using onorm_ref::kHardKinds;
+using onorm_ref::kHardMixed;
+using onorm_ref::kHardTiny;
 
 // One norm request on W-lane warps, through the HIP plan or (staged) staged_kernel with K == 1.
 template <int W>
