@@ -113,8 +113,8 @@ void run_split(const CpuContext& c, const onorm_request& q, unsigned opts, int t
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t r = t / chunks;
-    simd_write_chunk(c.index, q, r, t % chunks, finals[static_cast<size_t>(r)], opts,
-                     states[static_cast<size_t>(t)].s.ms.m);
+    const float chunk_max = q.op == ONORM_OP_SOFTMAX ? states[static_cast<size_t>(t)].s.ms.m : 0.0f;  // softmax only
+    simd_write_chunk(c.index, q, r, t % chunks, finals[static_cast<size_t>(r)], opts, chunk_max);
   }
 }
 

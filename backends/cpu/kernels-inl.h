@@ -507,17 +507,11 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, flo
       }
       continue;
     }
-    OpState state;
-    if (chunks == 1) {  // short rows: no merge
-      state = ChunkStateOf(d, q.op, xr, static_cast<size_t>(cols), pf);
-    } else {
-      for (int64_t k = 0; k < chunks; ++k) {
-        const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-        fold.push(ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf));
-      }
-      state = fold.result();
+    for (int64_t k = 0; k < chunks; ++k) {
+      const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
+      fold.push(ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf));
     }
-    const RowFinal fin = final_of(q, state, r);
+    const RowFinal fin = final_of(q, fold.result(), r);
     if (q.mean) q.mean[r] = fin.norm.mean;
     if (q.rstd) q.rstd[r] = fin.norm.rstd;
     WriteRow(d, q, xr, yr, 0, cols, fin, opts);
