@@ -8,6 +8,7 @@
 #include "last_error.hpp"
 #include "registry.hpp"
 #include "tune.hpp"
+#include "onlinenorm/core/ops/dispatch.hpp"
 #include "validate.hpp"
 
 struct onorm_context_t {
@@ -42,17 +43,24 @@ onorm_status backend_status(onorm_status status, const char* err) {
   return fail(status, err[0] ? err : onorm_status_string(status));
 }
 
-onorm_status run_op(onorm_context ctx, onorm_op op, const onorm_rows* x, const onorm_rows* y,
-                    const void* gamma, const void* beta, double eps, float* mean, float* rstd) {
-  const char* name = onorm::op_name(op);
+// Checks and runs a request whose op and slots the entry point filled; `given` lists the
+// row tensors the caller passed (NULL is an argument error, named).
+onorm_status run_request(onorm_context ctx, onorm_request& request, const onorm_rows* const* given) {
+  const char* name = onorm::op_name(request.op);
   return guarded(name, [&]() -> onorm_status {
     if (!ctx) return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(name) + ": context is NULL");
-    if (!x || !y) return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(name) + ": x or y is NULL");
-    onorm_request request{op, *x, *y, gamma, beta, eps, mean, rstd};
+    const onorm::core::ops::Signature& sig = onorm::core::ops::signature(request.op);
+    for (int i = 0; i < sig.inputs + sig.outputs; ++i) {
+      const char* slot = i < sig.inputs ? sig.input[i] : sig.output[i - sig.inputs];
+      if (!given[i]) return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(name) + ": " + slot + " is NULL");
+      if (i < sig.inputs) request.in[i] = *given[i];
+      else request.out[i - sig.inputs] = *given[i];
+    }
     bool empty = false;
     if (onorm_status s = onorm::validate_request(request, empty)) return s;
-    for (int is_input = 1; is_input >= 0; --is_input) {
-      const onorm_dtype dt = is_input ? x->dtype : y->dtype;
+    for (int i = 0; i < sig.inputs + sig.outputs; ++i) {
+      const bool is_input = i < sig.inputs;
+      const onorm_dtype dt = is_input ? request.in[i].dtype : request.out[i - sig.inputs].dtype;
       if (!ctx->module->supports_dtype(ctx->impl, dt, is_input))
         return fail(ONORM_ERROR_UNSUPPORTED, std::string(name) + ": backend " + ctx->module->kind_name +
                                                  " does not take " + onorm::dtype_name(dt) +
@@ -62,6 +70,12 @@ onorm_status run_op(onorm_context ctx, onorm_op op, const onorm_rows* x, const o
     char err[512] = {0};
     return backend_status(ctx->module->run(ctx->impl, &request, err, sizeof err), err);
   });
+}
+
+onorm_request request_of(onorm_op op) {
+  onorm_request q{};
+  q.op = op;
+  return q;
 }
 
 }  // namespace
@@ -124,22 +138,45 @@ const char* onorm_status_string(onorm_status status) {
 const char* onorm_last_error(void) { return onorm::last_error_message(); }
 
 onorm_status onorm_softmax(onorm_context ctx, const onorm_rows* x, const onorm_rows* y) {
-  return run_op(ctx, ONORM_OP_SOFTMAX, x, y, nullptr, nullptr, 0.0, nullptr, nullptr);
+  onorm_request q = request_of(ONORM_OP_SOFTMAX);
+  const onorm_rows* given[] = {x, y};
+  return run_request(ctx, q, given);
 }
 
 onorm_status onorm_log_softmax(onorm_context ctx, const onorm_rows* x, const onorm_rows* y) {
-  return run_op(ctx, ONORM_OP_LOG_SOFTMAX, x, y, nullptr, nullptr, 0.0, nullptr, nullptr);
+  onorm_request q = request_of(ONORM_OP_LOG_SOFTMAX);
+  const onorm_rows* given[] = {x, y};
+  return run_request(ctx, q, given);
 }
 
 onorm_status onorm_layer_norm(onorm_context ctx, const onorm_rows* x, const void* gamma,
                               const void* beta, double eps, const onorm_rows* y, float* mean,
                               float* rstd) {
-  return run_op(ctx, ONORM_OP_LAYER_NORM, x, y, gamma, beta, eps, mean, rstd);
+  onorm_request q = request_of(ONORM_OP_LAYER_NORM);
+  q.col[0] = gamma;
+  q.col[1] = beta;
+  q.row_out[0] = mean;
+  q.row_out[1] = rstd;
+  q.param[0] = eps;
+  const onorm_rows* given[] = {x, y};
+  return run_request(ctx, q, given);
 }
 
 onorm_status onorm_rms_norm(onorm_context ctx, const onorm_rows* x, const void* gamma, double eps,
                             const onorm_rows* y, float* rstd) {
-  return run_op(ctx, ONORM_OP_RMS_NORM, x, y, gamma, nullptr, eps, nullptr, rstd);
+  onorm_request q = request_of(ONORM_OP_RMS_NORM);
+  q.col[0] = gamma;
+  q.row_out[0] = rstd;
+  q.param[0] = eps;
+  const onorm_rows* given[] = {x, y};
+  return run_request(ctx, q, given);
+}
+
+onorm_status onorm_softmax_backward(onorm_context ctx, const onorm_rows* y, const onorm_rows* dy,
+                                    const onorm_rows* dx) {
+  onorm_request q = request_of(ONORM_OP_SOFTMAX_BACKWARD);
+  const onorm_rows* given[] = {y, dy, dx};
+  return run_request(ctx, q, given);
 }
 
 onorm_status onorm_malloc(onorm_context ctx, size_t bytes, void** out) {

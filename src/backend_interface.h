@@ -6,32 +6,34 @@
 #ifndef ONLINENORM_BACKEND_INTERFACE_H
 #define ONLINENORM_BACKEND_INTERFACE_H
 
+#include "onlinenorm/core/ops/op_list.h"
 #include "onlinenorm/onlinenorm.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum onorm_op {
-  ONORM_OP_SOFTMAX = 0,
-  ONORM_OP_LOG_SOFTMAX = 1,
-  ONORM_OP_LAYER_NORM = 2,
-  ONORM_OP_RMS_NORM = 3
-} onorm_op;
+/* The request a backend runs: an op (core/ops/op_list.h) and its tensors by slot, as the op's
+   signature names them (core/ops/<op>.hpp: kSignature). A new op or a new optional tensor is a
+   new slot meaning, not a new interface. */
+#define ONORM_REQUEST_INPUTS 2
+#define ONORM_REQUEST_OUTPUTS 1
+#define ONORM_REQUEST_COLS 2
+#define ONORM_REQUEST_ROW_OUTS 2
+#define ONORM_REQUEST_PARAMS 1
 
 typedef struct onorm_request {
   onorm_op op;
-  onorm_rows x;        /* rows >= 1, cols >= 1 */
-  onorm_rows y;        /* same rows and cols as x */
-  const void* gamma;   /* cols elements of x's dtype, or NULL (1) */
-  const void* beta;    /* cols elements of x's dtype, or NULL (0); LayerNorm only */
-  double eps;          /* >= 0, not NaN */
-  float* mean;         /* rows floats or NULL; LayerNorm only */
-  float* rstd;         /* rows floats or NULL */
+  onorm_rows in[ONORM_REQUEST_INPUTS];   /* row tensors read: rows >= 1, cols >= 1, one shape */
+  onorm_rows out[ONORM_REQUEST_OUTPUTS]; /* row tensors written, the inputs' shape; an output may
+                                            alias an input exactly (same data, stride, dtype size) */
+  const void* col[ONORM_REQUEST_COLS];   /* cols elements of in[0]'s dtype, or NULL (the op's default) */
+  float* row_out[ONORM_REQUEST_ROW_OUTS];/* rows floats, or NULL */
+  double param[ONORM_REQUEST_PARAMS];    /* checked by the op's rule (eps: >= 0, not NaN) */
 } onorm_request;
 
 /* Bumped whenever this struct or onorm_request changes; a module of another version is refused. */
-#define ONORM_BACKEND_MODULE_ABI 1
+#define ONORM_BACKEND_MODULE_ABI 2
 #define ONORM_BACKEND_MODULE_ENTRY "onorm_backend_module_entry"
 
 typedef struct onorm_backend_module {
@@ -55,6 +57,14 @@ typedef struct onorm_backend_module {
   onorm_status (*copy)(void* impl, void* dst, const void* src, size_t bytes, onorm_copy_kind kind,
                        char* err, size_t err_len);
 } onorm_backend_module;
+
+#ifdef __cplusplus
+/* The per-row statistics outputs of the version-1 norms, by op (their signatures' row_out slots). */
+inline float* mean_out(const onorm_request& q) { return q.op == ONORM_OP_LAYER_NORM ? q.row_out[0] : 0; }
+inline float* rstd_out(const onorm_request& q) {
+  return q.op == ONORM_OP_LAYER_NORM ? q.row_out[1] : q.op == ONORM_OP_RMS_NORM ? q.row_out[0] : 0;
+}
+#endif
 
 /* Every loadable module exports this symbol (ONORM_BACKEND_MODULE_ENTRY). */
 typedef const onorm_backend_module* (*onorm_backend_module_entry_fn)(void);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "last_error.hpp"
+#include "onlinenorm/core/ops/dispatch.hpp"
 
 namespace onorm {
 
@@ -31,15 +32,7 @@ const char* dtype_name(int dtype) {
   }
 }
 
-const char* op_name(onorm_op op) {
-  switch (op) {
-    case ONORM_OP_SOFTMAX: return "softmax";
-    case ONORM_OP_LOG_SOFTMAX: return "log_softmax";
-    case ONORM_OP_LAYER_NORM: return "layer_norm";
-    case ONORM_OP_RMS_NORM: return "rms_norm";
-  }
-  return "unknown op";
-}
+const char* op_name(onorm_op op) { return core::ops::name(op); }
 
 namespace {
 
@@ -142,50 +135,80 @@ std::string number_text(double v) {
 
 onorm_status validate_request(const onorm_request& q, bool& empty) {
   empty = false;
-  if (onorm_status s = check_rows(q.x, "x")) return s;
-  if (onorm_status s = check_rows(q.y, "y")) return s;
-  if (q.x.rows != q.y.rows || q.x.cols != q.y.cols)
+  if (!core::ops::valid_op(q.op))
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, "op " + std::to_string(static_cast<int>(q.op)) + " is not an onorm_op");
+  const core::ops::Signature& sig = core::ops::signature(q.op);
+  const std::string op(op_name(q.op));
+  for (int i = 0; i < sig.inputs; ++i)
+    if (onorm_status s = check_rows(q.in[i], sig.input[i])) return s;
+  for (int i = 0; i < sig.outputs; ++i)
+    if (onorm_status s = check_rows(q.out[i], sig.output[i])) return s;
+  const onorm_rows& x = q.in[0];
+  auto same_shape = [&](const onorm_rows& r, const char* name) -> onorm_status {
+    if (r.rows == x.rows && r.cols == x.cols) return ONORM_OK;
     return fail(ONORM_ERROR_INVALID_ARGUMENT,
-                std::string(op_name(q.op)) + ": x is " + shape_of(q.x) + " but y is " + shape_of(q.y));
-  const bool is_norm = q.op == ONORM_OP_LAYER_NORM || q.op == ONORM_OP_RMS_NORM;
-  if (is_norm && (std::isnan(q.eps) || q.eps < 0))
-    return fail(ONORM_ERROR_INVALID_ARGUMENT,
-                std::string(op_name(q.op)) + ": eps must be >= 0 and not NaN, got " + number_text(q.eps));
-  if (q.x.dtype == ONORM_F8_E4M3 || q.y.dtype == ONORM_F8_E4M3)
-    return fail(ONORM_ERROR_UNSUPPORTED,
-                std::string(op_name(q.op)) + ": f8_e4m3 is reserved for the quantizing operations");
-  if (q.x.rows == 0 || q.x.cols == 0) {
+                op + ": " + sig.input[0] + " is " + shape_of(x) + " but " + name + " is " + shape_of(r));
+  };
+  for (int i = 1; i < sig.inputs; ++i)
+    if (onorm_status s = same_shape(q.in[i], sig.input[i])) return s;
+  for (int i = 0; i < sig.outputs; ++i)
+    if (onorm_status s = same_shape(q.out[i], sig.output[i])) return s;
+  for (int i = 0; i < sig.params; ++i) {
+    const double v = q.param[i];
+    if (sig.param_rule[i] == core::ops::ParamRule::kNonNegative && (std::isnan(v) || v < 0))
+      return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                  op + ": " + sig.param[i] + " must be >= 0 and not NaN, got " + number_text(v));
+  }
+  for (int i = 0; i < sig.inputs + sig.outputs; ++i) {
+    const onorm_rows& r = i < sig.inputs ? q.in[i] : q.out[i - sig.inputs];
+    if (r.dtype == ONORM_F8_E4M3)
+      return fail(ONORM_ERROR_UNSUPPORTED, op + ": f8_e4m3 is reserved for the quantizing operations");
+  }
+  if (x.rows == 0 || x.cols == 0) {
     empty = true;
     return ONORM_OK;
   }
 
-  const Region x = region_of(q.x), y = region_of(q.y);
-  const bool same_layout = q.x.data == q.y.data && q.x.row_stride == q.y.row_stride &&
-                           dtype_size(q.x.dtype) == dtype_size(q.y.dtype);
-  if (!same_layout && overlaps(x, y))
-    return fail(ONORM_ERROR_INVALID_ARGUMENT,
-                std::string(op_name(q.op)) +
-                    ": y overlaps x (only in place, with the same data, stride and dtype size, is allowed)");
-  const size_t xs = dtype_size(q.x.dtype);
-  struct Named { const void* p; int64_t count; size_t size; const char* name; bool output; };
-  const Named others[] = {
-      {q.gamma, q.x.cols, xs, "gamma", false}, {q.beta, q.x.cols, xs, "beta", false},
-      {q.mean, q.x.rows, sizeof(float), "mean", true}, {q.rstd, q.x.rows, sizeof(float), "rstd", true}};
-  for (const Named& o : others) {
-    if (o.p == nullptr) continue;
-    const Region r = block_of(o.p, o.count, o.size);
-    if (overlaps(y, r))
-      return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(op_name(q.op)) + ": y overlaps " + o.name);
-    if (o.output && overlaps(x, r))
-      return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(op_name(q.op)) + ": " + o.name + " overlaps x");
-  }
-  for (const Named& o : others) {
-    if (!o.output || o.p == nullptr) continue;
-    for (const Named& i : others) {
-      if (&i == &o || i.p == nullptr) continue;
-      if (overlaps(block_of(o.p, o.count, o.size), block_of(i.p, i.count, i.size)))
+  // Outputs: each may alias an input exactly (in place), and overlaps nothing else.
+  for (int o = 0; o < sig.outputs; ++o) {
+    const onorm_rows& out = q.out[o];
+    const Region ro = region_of(out);
+    for (int i = 0; i < sig.inputs; ++i) {
+      const onorm_rows& in = q.in[i];
+      const bool same_layout = in.data == out.data && in.row_stride == out.row_stride &&
+                               dtype_size(in.dtype) == dtype_size(out.dtype);
+      if (!same_layout && overlaps(region_of(in), ro))
         return fail(ONORM_ERROR_INVALID_ARGUMENT,
-                    std::string(op_name(q.op)) + ": " + o.name + " overlaps " + i.name);
+                    op + ": " + sig.output[o] + " overlaps " + sig.input[i] +
+                        " (only in place, with the same data, stride and dtype size, is allowed)");
+    }
+    for (int p = 0; p < o; ++p)
+      if (overlaps(region_of(q.out[p]), ro))
+        return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + sig.output[o] + " overlaps " + sig.output[p]);
+  }
+  // Column vectors (read) and per-row outputs (written): blocks that no output may meet.
+  const size_t xs = dtype_size(x.dtype);
+  struct Named { const void* p; int64_t count; size_t size; const char* name; bool output; };
+  Named blocks[ONORM_REQUEST_COLS + ONORM_REQUEST_ROW_OUTS];
+  int nblocks = 0;
+  for (int i = 0; i < sig.cols; ++i)
+    if (q.col[i]) blocks[nblocks++] = Named{q.col[i], x.cols, xs, sig.col[i], false};
+  for (int i = 0; i < sig.row_outs; ++i)
+    if (q.row_out[i]) blocks[nblocks++] = Named{q.row_out[i], x.rows, sizeof(float), sig.row_out[i], true};
+  for (int b = 0; b < nblocks; ++b) {
+    const Named& o = blocks[b];
+    const Region r = block_of(o.p, o.count, o.size);
+    for (int i = 0; i < sig.outputs; ++i)
+      if (overlaps(region_of(q.out[i]), r))
+        return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + sig.output[i] + " overlaps " + o.name);
+    if (!o.output) continue;
+    for (int i = 0; i < sig.inputs; ++i)
+      if (overlaps(region_of(q.in[i]), r))
+        return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + o.name + " overlaps " + sig.input[i]);
+    for (int c = 0; c < nblocks; ++c) {
+      if (c == b) continue;
+      if (overlaps(r, block_of(blocks[c].p, blocks[c].count, blocks[c].size)))
+        return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + o.name + " overlaps " + blocks[c].name);
     }
   }
   return ONORM_OK;

@@ -82,11 +82,11 @@ int supports_dtype(void*, onorm_dtype dtype, int) {
 constexpr int64_t kSerialElements = int64_t(1) << 15;
 
 int threads_for(const onorm_request& q) {
-  return q.x.rows * q.x.cols < kSerialElements ? 1 : omp_get_max_threads();
+  return q.in[0].rows * q.in[0].cols < kSerialElements ? 1 : omp_get_max_threads();
 }
 
 void run_scalar(const onorm_request& q, int threads) {
-  const int64_t rows = q.x.rows;
+  const int64_t rows = q.in[0].rows;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int64_t r = 0; r < rows; ++r) scalar_run_rows(q, r, r + 1);
 }
@@ -96,7 +96,7 @@ void run_scalar(const onorm_request& q, int threads) {
 // in a scratch row are written from the same exp(x - m_chunk) recomputed), so a row gives the
 // same bits here as in a large batch. Scratch: one state per chunk, not a copy of the input.
 void run_split(const CpuContext& c, const onorm_request& q, unsigned opts, int threads) {
-  const int64_t rows = q.x.rows, cols = q.x.cols;
+  const int64_t rows = q.in[0].rows, cols = q.in[0].cols;
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
   const int64_t tasks = rows * chunks;
   std::vector<OpState> states(static_cast<size_t>(tasks));
@@ -107,8 +107,8 @@ void run_split(const CpuContext& c, const onorm_request& q, unsigned opts, int t
     RowFold fold;
     for (int64_t k = 0; k < chunks; ++k) fold.push(states[static_cast<size_t>(r * chunks + k)]);
     const RowFinal& fin = finals[static_cast<size_t>(r)] = final_of(q, fold.result(), r);
-    if (q.mean) q.mean[r] = fin.norm.mean;
-    if (q.rstd) q.rstd[r] = fin.norm.rstd;
+    if (mean_out(q)) mean_out(q)[r] = fin.norm.mean;
+    if (rstd_out(q)) rstd_out(q)[r] = fin.norm.rstd;
   }
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t t = 0; t < tasks; ++t) {
@@ -121,7 +121,7 @@ void run_split(const CpuContext& c, const onorm_request& q, unsigned opts, int t
 // Rows spread over threads; each thread's softmax scratch row is allocated here, before the
 // parallel region, so that an allocation failure is a status and not std::terminate.
 void run_rows(const CpuContext& c, const onorm_request& q, unsigned opts, int threads) {
-  const int64_t rows = q.x.rows;
+  const int64_t rows = q.in[0].rows;
   const int nt = static_cast<int>(std::min<int64_t>(threads, rows));
   const size_t per_thread = static_cast<size_t>(softmax_scratch_cols(q, opts));
   std::unique_ptr<float[]> scratch(per_thread ? new float[per_thread * static_cast<size_t>(nt)] : nullptr);
@@ -138,12 +138,12 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
   const onorm_request& q = *request;
   const int threads = threads_for(q);
   try {
-    if (!simd_supports(c.index, q.x.dtype, q.y.dtype)) {  // f64, or f16 without F16C
+    if (!simd_supports(c.index, q.in[0].dtype, q.out[0].dtype)) {  // f64, or f16 without F16C
       run_scalar(q, threads);
       return ONORM_OK;
     }
-    const int64_t rows = q.x.rows, cols = q.x.cols;
-    const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.y.dtype == ONORM_F32 ? 4 : 2);
+    const int64_t rows = q.in[0].rows, cols = q.in[0].cols;
+    const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.out[0].dtype == ONORM_F32 ? 4 : 2);
     unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
     opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
     if (rows < threads && cols >= kSplitCols) run_split(c, q, opts, threads);
@@ -151,7 +151,7 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
   } catch (const std::bad_alloc&) {
     // Scratch is taken before any output is written: nothing was written.
     std::snprintf(err, err_len, "cpu: out of memory for the scratch of a %lld x %lld call",
-                  static_cast<long long>(q.x.rows), static_cast<long long>(q.x.cols));
+                  static_cast<long long>(q.in[0].rows), static_cast<long long>(q.in[0].cols));
     return ONORM_ERROR_OUT_OF_MEMORY;
   }
   return ONORM_OK;

@@ -440,8 +440,8 @@ HWY_INLINE void WriteRow(DF d, const onorm_request& q, const In* x, Out* y, int6
       MapNoAffine<In, In>(d, x, y, n, opts, x, [va, vb](VF xv, VF, VF) { return hn::Sub(hn::Sub(xv, va), vb); });
       break;
     case ONORM_OP_LAYER_NORM: {
-      const In* g = q.gamma ? static_cast<const In*>(q.gamma) + c0 : nullptr;
-      const In* b = q.beta ? static_cast<const In*>(q.beta) + c0 : nullptr;
+      const In* g = q.col[0] ? static_cast<const In*>(q.col[0]) + c0 : nullptr;
+      const In* b = q.col[1] ? static_cast<const In*>(q.col[1]) + c0 : nullptr;
       // core::norm_finish: ((x * k - mk) * rk) * gamma + beta; x * k is exact.
       const VF vk = hn::Set(d, fin.norm.k), vmk = hn::Set(d, fin.norm.mk), vrk = hn::Set(d, fin.norm.rk);
       auto f = [vk, vmk, vrk](VF xv, VF gv, VF bv) { return hn::MulAdd(hn::Mul(hn::MulSub(xv, vk, vmk), vrk), gv, bv); };
@@ -452,7 +452,7 @@ HWY_INLINE void WriteRow(DF d, const onorm_request& q, const In* x, Out* y, int6
       break;
     }
     case ONORM_OP_RMS_NORM: {
-      const In* g = q.gamma ? static_cast<const In*>(q.gamma) + c0 : nullptr;
+      const In* g = q.col[0] ? static_cast<const In*>(q.col[0]) + c0 : nullptr;
       // x * rstd where rstd is a normal float (k * rk is then rstd exactly): one multiply less.
       // Rows whose rstd is beyond float (tiny rows with eps 0) keep the scaled form.
       const float r = fin.norm.rstd;
@@ -478,15 +478,15 @@ template <typename In, typename Out>
 void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
   const bool pf = (opts & kOptPrefetch) != 0;
   const DF d;
-  const int64_t cols = q.x.cols;
+  const int64_t cols = q.in[0].cols;
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
   const bool scratch_softmax = softmax_scratch_cols(q, opts) > 0;
   float* chunk_max = scratch + cols;  // after the row's exp values (softmax_scratch_cols)
-  const In* x = static_cast<const In*>(q.x.data);
-  Out* y = static_cast<Out*>(q.y.data);
+  const In* x = static_cast<const In*>(q.in[0].data);
+  Out* y = static_cast<Out*>(q.out[0].data);
   for (int64_t r = r0; r < r1; ++r) {
-    const In* xr = x + r * q.x.row_stride;
-    Out* yr = y + r * q.y.row_stride;
+    const In* xr = x + r * q.in[0].row_stride;
+    Out* yr = y + r * q.out[0].row_stride;
     RowFold fold;
     if (scratch_softmax) {
       // One exp per element: e = exp(x - m_chunk) kept in f32, rescaled per chunk at the end.
@@ -512,8 +512,8 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, flo
       fold.push(ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), pf));
     }
     const RowFinal fin = final_of(q, fold.result(), r);
-    if (q.mean) q.mean[r] = fin.norm.mean;
-    if (q.rstd) q.rstd[r] = fin.norm.rstd;
+    if (mean_out(q)) mean_out(q)[r] = fin.norm.mean;
+    if (rstd_out(q)) rstd_out(q)[r] = fin.norm.rstd;
     WriteRow(d, q, xr, yr, 0, cols, fin, opts);
   }
 }
@@ -521,17 +521,17 @@ void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, flo
 template <typename In, typename Out>
 OpState ChunkStateT(const onorm_request& q, int64_t r, int64_t k, unsigned opts) {
   const DF d;
-  const In* xr = static_cast<const In*>(q.x.data) + r * q.x.row_stride;
-  const int64_t b = k * kChunk, n = std::min(kChunk, q.x.cols - b);
+  const In* xr = static_cast<const In*>(q.in[0].data) + r * q.in[0].row_stride;
+  const int64_t b = k * kChunk, n = std::min(kChunk, q.in[0].cols - b);
   return ChunkStateOf(d, q.op, xr + b, static_cast<size_t>(n), (opts & kOptPrefetch) != 0);
 }
 
 template <typename In, typename Out>
 void WriteChunkT(const onorm_request& q, int64_t r, int64_t k, const RowFinal& f, unsigned opts, float chunk_max) {
   const DF d;
-  const In* xr = static_cast<const In*>(q.x.data) + r * q.x.row_stride;
-  Out* yr = static_cast<Out*>(q.y.data) + r * q.y.row_stride;
-  const int64_t c0 = k * kChunk, c1 = std::min(q.x.cols, c0 + kChunk);
+  const In* xr = static_cast<const In*>(q.in[0].data) + r * q.in[0].row_stride;
+  Out* yr = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride;
+  const int64_t c0 = k * kChunk, c1 = std::min(q.in[0].cols, c0 + kChunk);
   if (softmax_scratch_cols(q, opts) > 0) {
     // exp(x - m_chunk) * scale: the bits RunRowsT's scratch holds. A chunk whose scale is 0 or
     // NaN is written directly, as e * scale is there: exp(-inf - -inf) would be NaN.
@@ -596,12 +596,12 @@ struct WriteChunkFn {
 };
 
 void RunRows(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
-  Dispatch<RunRowsFn>(q.x.dtype, q.y.dtype, q, r0, r1, opts, scratch);
+  Dispatch<RunRowsFn>(q.in[0].dtype, q.out[0].dtype, q, r0, r1, opts, scratch);
   if (opts & kOptStream) hwy::FlushStream();
 }
 OpState ChunkState1(const onorm_request& q, int64_t r, int64_t k, unsigned opts) {
   // The state depends on the input type only: the output type parameter is fixed to f32.
-  switch (q.x.dtype) {
+  switch (q.in[0].dtype) {
 #if ONORM_SIMD_F16
     case ONORM_F16: return ChunkStateT<core::f16_bits, float>(q, r, k, opts);
 #endif
@@ -610,7 +610,7 @@ OpState ChunkState1(const onorm_request& q, int64_t r, int64_t k, unsigned opts)
   }
 }
 void WriteChunk(const onorm_request& q, int64_t r, int64_t k, const RowFinal& f, unsigned opts, float chunk_max) {
-  Dispatch<WriteChunkFn>(q.x.dtype, q.y.dtype, q, r, k, f, opts, chunk_max);
+  Dispatch<WriteChunkFn>(q.in[0].dtype, q.out[0].dtype, q, r, k, f, opts, chunk_max);
   if (opts & kOptStream) hwy::FlushStream();
 }
 

@@ -63,13 +63,13 @@ inline RowFinal final_of(const onorm_request& q, const OpState& st, int64_t r) {
     const double sums = ln ? st.s.w.m2 + st.s.w.mean : st.s.ss.s;
     const double var = ln ? st.s.w.variance() : st.s.ss.mean_square();
     double mean = ln ? st.s.w.mean : 0.0;
-    const float var_eps = static_cast<float>(var) + static_cast<float>(q.eps);
+    const float var_eps = static_cast<float>(var) + static_cast<float>(q.param[0]);
     if (core::norm_float_stats_ok(static_cast<float>(sums), var_eps)) {
       f.norm = core::norm_coefs_f32(static_cast<float>(mean), 1.0f / std::sqrt(var_eps));
       return f;
     }
-    double rstd = 1.0 / std::sqrt(var + q.eps);
-    if (!core::norm_double_stats_ok(sums, var + q.eps)) scalar_norm_stats_f64(q, r, mean, rstd);
+    double rstd = 1.0 / std::sqrt(var + q.param[0]);
+    if (!core::norm_double_stats_ok(sums, var + q.param[0])) scalar_norm_stats_f64(q, r, mean, rstd);
     f.norm = core::norm_coefs_scaled(mean, rstd);
     return f;
   }
@@ -112,8 +112,8 @@ void simd_write_chunk(size_t target_index, const onorm_request& q, int64_t r, in
 // Scratch floats per thread that simd_run_rows needs for this request (0: none): the row's
 // exp(x - m_chunk) and each chunk's max.
 inline int64_t softmax_scratch_cols(const onorm_request& q, unsigned opts) {
-  if (q.op != ONORM_OP_SOFTMAX || q.x.cols > kScratchCols || (opts & kOptTwoExp)) return 0;
-  return q.x.cols + (q.x.cols + kChunk - 1) / kChunk;
+  if (q.op != ONORM_OP_SOFTMAX || q.in[0].cols > kScratchCols || (opts & kOptTwoExp)) return 0;
+  return q.in[0].cols + (q.in[0].cols + kChunk - 1) / kChunk;
 }
 
 // Target bookkeeping (Highway bit masks; lower bit = better on x86).

@@ -155,35 +155,35 @@ onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) 
   auto* ctx = static_cast<CudaContext*>(impl);
   ONORM_CUDA_TRY(cudaSetDevice(ctx->device), "cudaSetDevice");
   gpu::RowArgs a{};
-  a.x = q->x.data;
-  a.y = q->y.data;
-  a.rows = q->x.rows;
-  a.cols = q->x.cols;
-  a.xs = q->x.row_stride;
-  a.ys = q->y.row_stride;
-  a.gamma = q->gamma;
-  a.beta = q->op == ONORM_OP_LAYER_NORM ? q->beta : nullptr;
-  a.mean = q->op == ONORM_OP_LAYER_NORM ? q->mean : nullptr;
-  a.rstd = q->op == ONORM_OP_LAYER_NORM || q->op == ONORM_OP_RMS_NORM ? q->rstd : nullptr;
-  a.eps = q->eps;
+  a.x = q->in[0].data;
+  a.y = q->out[0].data;
+  a.rows = q->in[0].rows;
+  a.cols = q->in[0].cols;
+  a.xs = q->in[0].row_stride;
+  a.ys = q->out[0].row_stride;
+  a.gamma = q->col[0];
+  a.beta = q->op == ONORM_OP_LAYER_NORM ? q->col[1] : nullptr;
+  a.mean = mean_out(*q);
+  a.rstd = rstd_out(*q);
+  a.eps = q->param[0];
   a.op = q->op == ONORM_OP_SOFTMAX ? gpu::kOpSoftmax
          : q->op == ONORM_OP_LOG_SOFTMAX ? gpu::kOpLogSoftmax
          : q->op == ONORM_OP_LAYER_NORM ? gpu::kOpLayerNorm
                                           : gpu::kOpRmsNorm;
-  a.out_dtype = q->y.dtype == ONORM_F32 ? gpu::kF32 : q->y.dtype == ONORM_F16 ? gpu::kF16 : gpu::kBF16;
-  const size_t in_bytes = dtype_bytes(q->x.dtype), out_bytes = dtype_bytes(q->y.dtype);
+  a.out_dtype = q->out[0].dtype == ONORM_F32 ? gpu::kF32 : q->out[0].dtype == ONORM_F16 ? gpu::kF16 : gpu::kBF16;
+  const size_t in_bytes = dtype_bytes(q->in[0].dtype), out_bytes = dtype_bytes(q->out[0].dtype);
   const int64_t vec = static_cast<int64_t>(16 / in_bytes);  // elements per input vector
   // Vector paths: every row start aligned for a VEC-element access.
   a.x_vec = aligned(a.x, 16) && a.xs % vec == 0;
   const size_t ystore = static_cast<size_t>(vec) * out_bytes < 16 ? static_cast<size_t>(vec) * out_bytes : 16;
   a.y_vec = aligned(a.y, ystore) && a.ys % vec == 0;
   a.gb_vec = aligned(a.gamma, 16) && aligned(a.beta, 16);
-  switch (q->x.dtype) {
+  switch (q->in[0].dtype) {
     case ONORM_F32: return launch_rows<float>(*ctx, a, err, err_len);
     case ONORM_F16: return launch_rows<core::f16_bits>(*ctx, a, err, err_len);
     case ONORM_BF16: return launch_rows<core::bf16_bits>(*ctx, a, err, err_len);
     default:
-      std::snprintf(err, err_len, "cuda: input dtype %d is not supported", static_cast<int>(q->x.dtype));
+      std::snprintf(err, err_len, "cuda: input dtype %d is not supported", static_cast<int>(q->in[0].dtype));
       return ONORM_ERROR_UNSUPPORTED;
   }
 }

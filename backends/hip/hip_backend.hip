@@ -121,12 +121,12 @@ int supports_dtype(void*, onorm_dtype dtype, int) {
 
 template <int W>
 onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
-  switch (q.x.dtype) {
+  switch (q.in[0].dtype) {
     case ONORM_F32: return run_rows<W, float>(ctx, q, err, err_len);
     case ONORM_F16: return run_rows<W, core::f16_bits>(ctx, q, err, err_len);
     case ONORM_BF16: return run_rows<W, core::bf16_bits>(ctx, q, err, err_len);
     default:
-      std::snprintf(err, err_len, "hip: input dtype %d is not supported", static_cast<int>(q.x.dtype));
+      std::snprintf(err, err_len, "hip: input dtype %d is not supported", static_cast<int>(q.in[0].dtype));
       return ONORM_ERROR_UNSUPPORTED;
   }
 }

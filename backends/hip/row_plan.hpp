@@ -170,23 +170,23 @@ onorm_status plan_request(const gpu::RowArgs& a, L& launcher) {
 // The kernel arguments of a validated request (the same mapping as the CUDA backend's).
 inline gpu::RowArgs row_args(const onorm_request& q) {
   gpu::RowArgs a{};
-  a.x = q.x.data;
-  a.y = q.y.data;
-  a.rows = q.x.rows;
-  a.cols = q.x.cols;
-  a.xs = q.x.row_stride;
-  a.ys = q.y.row_stride;
-  a.gamma = q.gamma;
-  a.beta = q.op == ONORM_OP_LAYER_NORM ? q.beta : nullptr;
-  a.mean = q.op == ONORM_OP_LAYER_NORM ? q.mean : nullptr;
-  a.rstd = q.op == ONORM_OP_LAYER_NORM || q.op == ONORM_OP_RMS_NORM ? q.rstd : nullptr;
-  a.eps = q.eps;
+  a.x = q.in[0].data;
+  a.y = q.out[0].data;
+  a.rows = q.in[0].rows;
+  a.cols = q.in[0].cols;
+  a.xs = q.in[0].row_stride;
+  a.ys = q.out[0].row_stride;
+  a.gamma = q.col[0];
+  a.beta = q.op == ONORM_OP_LAYER_NORM ? q.col[1] : nullptr;
+  a.mean = mean_out(q);
+  a.rstd = rstd_out(q);
+  a.eps = q.param[0];
   a.op = q.op == ONORM_OP_SOFTMAX       ? gpu::kOpSoftmax
          : q.op == ONORM_OP_LOG_SOFTMAX ? gpu::kOpLogSoftmax
          : q.op == ONORM_OP_LAYER_NORM  ? gpu::kOpLayerNorm
                                         : gpu::kOpRmsNorm;
-  a.out_dtype = q.y.dtype == ONORM_F32 ? gpu::kF32 : q.y.dtype == ONORM_F16 ? gpu::kF16 : gpu::kBF16;
-  const size_t in_bytes = q.x.dtype == ONORM_F32 ? 4 : 2, out_bytes = q.y.dtype == ONORM_F32 ? 4 : 2;
+  a.out_dtype = q.out[0].dtype == ONORM_F32 ? gpu::kF32 : q.out[0].dtype == ONORM_F16 ? gpu::kF16 : gpu::kBF16;
+  const size_t in_bytes = q.in[0].dtype == ONORM_F32 ? 4 : 2, out_bytes = q.out[0].dtype == ONORM_F32 ? 4 : 2;
   const int64_t vec = static_cast<int64_t>(16 / in_bytes);  // elements per input vector
   auto aligned = [](const void* p, size_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; };
   // Vector paths: every row start aligned for a VEC-element access.
@@ -201,12 +201,12 @@ inline gpu::RowArgs row_args(const onorm_request& q) {
 template <int W, typename L>
 onorm_status plan_any(const onorm_request& q, L& launcher, char* err, size_t err_len) {
   const gpu::RowArgs a = row_args(q);
-  switch (q.x.dtype) {
+  switch (q.in[0].dtype) {
     case ONORM_F32: return plan_request<float, W>(a, launcher);
     case ONORM_F16: return plan_request<core::f16_bits, W>(a, launcher);
     case ONORM_BF16: return plan_request<core::bf16_bits, W>(a, launcher);
     default:
-      if (err && err_len) std::snprintf(err, err_len, "hip: input dtype %d is not supported", static_cast<int>(q.x.dtype));
+      if (err && err_len) std::snprintf(err, err_len, "hip: input dtype %d is not supported", static_cast<int>(q.in[0].dtype));
       return ONORM_ERROR_UNSUPPORTED;
   }
 }

@@ -73,6 +73,11 @@ ONORM_API onorm_status onorm_rms_norm(onorm_context ctx, const onorm_rows* x,
                                       const void* gamma, double eps,
                                       const onorm_rows* y, float* rstd);
 
+/* Version 2 (docs/API.md, "backward passes"): dx_j = y_j * (dy_j - sum_k y_k dy_k). y, dy and
+   dx may have any float dtype the backend takes, independently; dx may alias y or dy exactly. */
+ONORM_API onorm_status onorm_softmax_backward(onorm_context ctx, const onorm_rows* y, const onorm_rows* dy,
+                                              const onorm_rows* dx);
+
 /* Additions beyond the version-1 contract (they change none of it). */
 
 /* Size in bytes of one element of dtype; 0 for a value outside the enum. */

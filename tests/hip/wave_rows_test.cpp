@@ -28,6 +28,12 @@
 
 namespace {
 
+// The norms' statistics outputs by their request slots (the op must be set first).
+void set_mean(onorm_request& q, float* p) {
+  if (q.op == ONORM_OP_LAYER_NORM) q.row_out[0] = p;
+}
+void set_rstd(onorm_request& q, float* p) { q.row_out[q.op == ONORM_OP_LAYER_NORM ? 1 : 0] = p; }
+
 using onorm_ref::Op;
 
 // Launches the plan's kernels on the emulator; memory is host memory.
@@ -142,14 +148,14 @@ void run_case(const Case& c, std::mt19937_64& rng) {
   }
   onorm_request q{};
   q.op = to_op(c.op);
-  q.x = onorm_rows{x, c.in, c.rows, c.cols, xs};
-  q.y = onorm_rows{y, c.out, c.rows, c.cols, ys};
+  q.in[0] = onorm_rows{x, c.in, c.rows, c.cols, xs};
+  q.out[0] = onorm_rows{y, c.out, c.rows, c.cols, ys};
   const bool norm = c.op == Op::layer_norm || c.op == Op::rms_norm;
-  q.gamma = norm ? gamma : nullptr;
-  q.beta = c.op == Op::layer_norm ? beta : nullptr;
-  q.eps = 1e-5;
-  q.mean = c.op == Op::layer_norm && !mean.empty() ? mean.data() : nullptr;
-  q.rstd = norm && !rstd.empty() ? rstd.data() : nullptr;
+  q.col[0] = norm ? gamma : nullptr;
+  q.col[1] = c.op == Op::layer_norm ? beta : nullptr;
+  q.param[0] = 1e-5;
+  set_mean(q, c.op == Op::layer_norm && !mean.empty() ? mean.data() : nullptr);
+  set_rstd(q, norm && !rstd.empty() ? rstd.data() : nullptr);
 
 #if defined(ONORM_SIM_WIDTH_MISMATCH)
   SimLauncher launcher(W == 64 ? 32 : 64);
@@ -163,8 +169,8 @@ void run_case(const Case& c, std::mt19937_64& rng) {
   ASSERT_TRUE(launcher.errors().empty()) << "emulator: " << launcher.shapes() << errors;
   ASSERT_EQ(s, ONORM_OK) << err;
 
-  const onorm_ref::Result ref = onorm_ref::compute(c.op, q.x, q.gamma, q.beta, q.eps);
-  const onorm_ref::Report rep = onorm_ref::check(c.op, ref, q.y, q.gamma, c.in, q.mean, q.rstd);
+  const onorm_ref::Result ref = onorm_ref::compute(c.op, q.in[0], q.col[0], q.col[1], q.param[0]);
+  const onorm_ref::Report rep = onorm_ref::check(c.op, ref, q.out[0], q.col[0], c.in, mean_out(q), rstd_out(q));
   EXPECT_TRUE(rep.ok()) << launcher.shapes() << ": " << rep.describe();
 }
 
@@ -214,8 +220,8 @@ TEST(WaveRowsSpecial, MaskedAndNaNRows) {
       x[cols + cols / 2] = NAN;                              // row 1: NaN
       onorm_request q{};
       q.op = ONORM_OP_SOFTMAX;
-      q.x = onorm_rows{x.data(), ONORM_F32, 3, cols, cols};
-      q.y = onorm_rows{y.data(), ONORM_F32, 3, cols, cols};
+      q.in[0] = onorm_rows{x.data(), ONORM_F32, 3, cols, cols};
+      q.out[0] = onorm_rows{y.data(), ONORM_F32, 3, cols, cols};
       SimLauncher launcher(W);
       char err[256] = {0};
       const onorm_status s = W == 64 ? onorm::hip::plan_any<64>(q, launcher, err, sizeof err)
@@ -296,13 +302,13 @@ void run_huge(Op op, onorm_dtype dt, int64_t cols, bool padded, std::mt19937_64&
     o.rstd.assign(rows, -7.0f);
     onorm_request q{};
     q.op = to_op(op);
-    q.x = onorm_rows{xin, dt, rows, cols, xs};
-    q.y = onorm_rows{o.y, dt, rows, cols, ys};
-    q.gamma = gamma;
-    q.beta = op == Op::layer_norm ? beta : nullptr;
-    q.eps = 1e-5;
-    q.mean = op == Op::layer_norm ? o.mean.data() : nullptr;
-    q.rstd = o.rstd.data();
+    q.in[0] = onorm_rows{xin, dt, rows, cols, xs};
+    q.out[0] = onorm_rows{o.y, dt, rows, cols, ys};
+    q.col[0] = gamma;
+    q.col[1] = op == Op::layer_norm ? beta : nullptr;
+    q.param[0] = 1e-5;
+    set_mean(q, op == Op::layer_norm ? o.mean.data() : nullptr);
+    set_rstd(q, o.rstd.data());
     SimLauncher launcher(W);
     char err[256] = {0};
     const onorm_status s = onorm::hip::plan_any<W>(q, launcher, err, sizeof err);
@@ -315,8 +321,8 @@ void run_huge(Op op, onorm_dtype dt, int64_t cols, bool padded, std::mt19937_64&
   Out got;
   const auto [q, shapes, ran] = call(x, got);
   if (!ran) return;
-  const onorm_ref::Result ref = onorm_ref::compute(op, q.x, q.gamma, q.beta, q.eps);
-  const onorm_ref::Report rep = onorm_ref::check(op, ref, q.y, q.gamma, dt, q.mean, q.rstd);
+  const onorm_ref::Result ref = onorm_ref::compute(op, q.in[0], q.col[0], q.col[1], q.param[0]);
+  const onorm_ref::Report rep = onorm_ref::check(op, ref, q.out[0], q.col[0], dt, mean_out(q), rstd_out(q));
   EXPECT_TRUE(rep.ok()) << shapes << ": " << rep.describe();
   // The special rows' statistics were exercised: finite where the exact ones are.
   for (int64_t r = 0; r < rows; ++r) {
@@ -334,10 +340,10 @@ void run_huge(Op op, onorm_dtype dt, int64_t cols, bool padded, std::mt19937_64&
     std::memcpy(xi, x, size_t(rows * xs) * es);
     std::vector<float> imean(rows, -7.0f), irstd(rows, -7.0f);
     onorm_request qi = q;
-    qi.x.data = xi;
-    qi.y = onorm_rows{xi, dt, rows, cols, xs};
-    qi.mean = op == Op::layer_norm ? imean.data() : nullptr;
-    qi.rstd = irstd.data();
+    qi.in[0].data = xi;
+    qi.out[0] = onorm_rows{xi, dt, rows, cols, xs};
+    set_mean(qi, op == Op::layer_norm ? imean.data() : nullptr);
+    set_rstd(qi, irstd.data());
     SimLauncher li(W);
     char err[256] = {0};
     ASSERT_EQ(onorm::hip::plan_any<W>(qi, li, err, sizeof err), ONORM_OK) << err;
@@ -431,13 +437,13 @@ void run_staged_huge(onorm_dtype dt, int64_t cols, std::mt19937_64& rng) {
   std::vector<float> mean(rows, -7.0f), rstd(rows, -7.0f);
   onorm_request q{};
   q.op = to_op(op);
-  q.x = onorm_rows{x, dt, rows, cols, cols};
-  q.y = onorm_rows{y, dt, rows, cols, cols};
-  q.gamma = gamma;
-  q.beta = op == Op::layer_norm ? beta : nullptr;
-  q.eps = 1e-5;
-  q.mean = op == Op::layer_norm ? mean.data() : nullptr;
-  q.rstd = rstd.data();
+  q.in[0] = onorm_rows{x, dt, rows, cols, cols};
+  q.out[0] = onorm_rows{y, dt, rows, cols, cols};
+  q.col[0] = gamma;
+  q.col[1] = op == Op::layer_norm ? beta : nullptr;
+  q.param[0] = 1e-5;
+  set_mean(q, op == Op::layer_norm ? mean.data() : nullptr);
+  set_rstd(q, rstd.data());
   const onorm::gpu::RowArgs a = onorm::hip::row_args(q);
   constexpr int64_t kVec = onorm::gpu::io<In>::kVec;
   onorm::gpu::SplitArgs s{};
@@ -450,8 +456,8 @@ void run_staged_huge(onorm_dtype dt, int64_t cols, std::mt19937_64& rng) {
   const auto errors = onorm_sim::launch(W, dim3(4), dim3(kBlock), size_t(2 * s.chunk_alloc) * sizeof(In),
                                         [a, s] { onorm::gpu::staged_kernel<OP, In, W, kBlock>(a, s); });
   ASSERT_TRUE(errors.empty()) << "emulator: " << errors[0];
-  const onorm_ref::Result ref = onorm_ref::compute(op, q.x, q.gamma, q.beta, q.eps);
-  const onorm_ref::Report rep = onorm_ref::check(op, ref, q.y, q.gamma, dt, q.mean, q.rstd);
+  const onorm_ref::Result ref = onorm_ref::compute(op, q.in[0], q.col[0], q.col[1], q.param[0]);
+  const onorm_ref::Report rep = onorm_ref::check(op, ref, q.out[0], q.col[0], dt, mean_out(q), rstd_out(q));
   EXPECT_TRUE(rep.ok()) << rep.describe();
 }
 
@@ -502,17 +508,17 @@ onorm_status run_norm(const onorm_request& q, bool staged, std::string& shapes, 
   }
   constexpr int kBlock = 256;
   const onorm::gpu::RowArgs a = onorm::hip::row_args(q);
-  const int64_t vec = q.x.dtype == ONORM_F32 ? 4 : 8;
+  const int64_t vec = q.in[0].dtype == ONORM_F32 ? 4 : 8;
   onorm::gpu::SplitArgs s{};
-  s.chunk = q.x.cols;
+  s.chunk = q.in[0].cols;
   s.chunks = 1;
   s.groups = 4;  // the persistent grid: block b serves rows b, b + 4, ...
-  s.chunk_alloc = (q.x.cols + vec - 1) / vec * vec;
+  s.chunk_alloc = (q.in[0].cols + vec - 1) / vec * vec;
   s.stages = 2;
   s.epoch = 1;
   shapes = "staged_kernel<W" + std::to_string(W) + " K1>";
-  const size_t smem = size_t(2 * s.chunk_alloc) * esize(q.x.dtype);
-  const bool ln = q.op == ONORM_OP_LAYER_NORM, f32 = q.x.dtype == ONORM_F32;
+  const size_t smem = size_t(2 * s.chunk_alloc) * esize(q.in[0].dtype);
+  const bool ln = q.op == ONORM_OP_LAYER_NORM, f32 = q.in[0].dtype == ONORM_F32;
   using onorm::core::bf16_bits;
   std::vector<std::string> e;
   if (ln && f32) e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { onorm::gpu::staged_kernel<onorm::gpu::kOpLayerNorm, float, W, kBlock>(a, s); });
@@ -550,9 +556,9 @@ void run_hard(Op op, onorm_dtype dt, int64_t cols, int set, bool staged, std::mt
     for (int64_t k = 0; k < cols; ++k) onorm_ref::encode(hard_value(set, r, k, cols, rng), x, dt, r * xs + k);
   onorm_request q{};
   q.op = to_op(op);
-  q.gamma = gamma;
-  q.beta = ln ? beta : nullptr;
-  q.eps = hard_eps(set);
+  q.col[0] = gamma;
+  q.col[1] = ln ? beta : nullptr;
+  q.param[0] = hard_eps(set);
   struct Out {
     std::vector<unsigned char> ybuf;
     std::vector<float> mean, rstd;
@@ -566,10 +572,10 @@ void run_hard(Op op, onorm_dtype dt, int64_t cols, int set, bool staged, std::mt
     o.rstd.assign(rows, -7.0f);
     onorm_request c = q;
     const unsigned char* xin = in_place ? y : static_cast<unsigned char*>(x);
-    c.x = onorm_rows{const_cast<unsigned char*>(xin) + r0 * xs * es, dt, n, cols, xs};
-    c.y = onorm_rows{y + r0 * xs * es, dt, n, cols, xs};
-    c.mean = ln ? o.mean.data() + r0 : nullptr;
-    c.rstd = o.rstd.data() + r0;
+    c.in[0] = onorm_rows{const_cast<unsigned char*>(xin) + r0 * xs * es, dt, n, cols, xs};
+    c.out[0] = onorm_rows{y + r0 * xs * es, dt, n, cols, xs};
+    set_mean(c, ln ? o.mean.data() + r0 : nullptr);
+    set_rstd(c, o.rstd.data() + r0);
     std::string shapes, errors;
     const onorm_status s = run_norm<W>(c, staged, shapes, errors);
     EXPECT_TRUE(errors.empty()) << "emulator: " << shapes << errors;
@@ -581,7 +587,7 @@ void run_hard(Op op, onorm_dtype dt, int64_t cols, int set, bool staged, std::mt
   if (::testing::Test::HasFailure()) return;
   const onorm_rows xr{x, dt, rows, cols, xs};
   const onorm_rows yr{align64(got.ybuf), dt, rows, cols, xs};
-  const onorm_ref::Result ref = onorm_ref::compute(op, xr, gamma, q.beta, q.eps);
+  const onorm_ref::Result ref = onorm_ref::compute(op, xr, gamma, q.col[1], q.param[0]);
   const onorm_ref::Report rep = onorm_ref::check(op, ref, yr, gamma, dt, ln ? got.mean.data() : nullptr, got.rstd.data());
   EXPECT_TRUE(rep.ok()) << shapes << ": " << rep.describe();
   for (int64_t r = 0; r < rows; ++r) {

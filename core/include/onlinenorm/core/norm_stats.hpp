@@ -38,10 +38,13 @@ ONORM_HD_INLINE bool norm_double_stats_ok(double sums, double var_eps) {
 }
 
 // The finish of one row: y = ((x * k - mk) * rk) * s + b, and the mean / rstd outputs.
-struct NormCoefs {
-  float k, mk, rk;
-  float mean, rstd;
+// Float on the placements that finish in float; double on the CPU's double path (k = 1).
+template <typename T>
+struct BasicNormCoefs {
+  T k, mk, rk;
+  T mean, rstd;
 };
+using NormCoefs = BasicNormCoefs<float>;
 
 // From float statistics that passed norm_float_stats_ok: k = 1, bitwise (x - mean) * rstd.
 ONORM_HD_INLINE NormCoefs norm_coefs_f32(float mean, float rstd) { return NormCoefs{1.0f, mean, rstd, mean, rstd}; }
@@ -64,6 +67,10 @@ ONORM_HD_INLINE NormCoefs norm_coefs_scaled(double mean, double rstd) {
   return NormCoefs{static_cast<float>(k), static_cast<float>(mean * k), static_cast<float>(rstd * inv_k),
                    static_cast<float>(mean), static_cast<float>(rstd)};
 }
+
+// Coefficients for a float finish: double statistics scaled (above), float ones as they are.
+ONORM_HD_INLINE NormCoefs norm_coefs_narrow(const BasicNormCoefs<double>& c) { return norm_coefs_scaled(c.mean, c.rstd); }
+ONORM_HD_INLINE NormCoefs norm_coefs_narrow(const NormCoefs& c) { return c; }
 
 // The elementwise finish (s: gamma_j, or weight_offset + gamma_j; b: beta_j or 0).
 ONORM_HD_INLINE float norm_finish(float x, const NormCoefs& c, float s, float b) {

@@ -1,0 +1,51 @@
+// Every op of the list (core/ops/op_list.h) by its id: the type behind an onorm_op, the name,
+// the signature, and a call of a generic function with the op's type.
+#pragma once
+
+#include "onlinenorm/core/ops/layer_norm.hpp"
+#include "onlinenorm/core/ops/log_softmax.hpp"
+#include "onlinenorm/core/ops/op_list.h"
+#include "onlinenorm/core/ops/rms_norm.hpp"
+#include "onlinenorm/core/ops/softmax.hpp"
+#include "onlinenorm/core/ops/softmax_backward.hpp"
+
+namespace onorm {
+namespace core {
+namespace ops {
+
+// f(Type{}) for the op's definition; ops outside the list get f(Softmax{}) never: the caller
+// validated the id (valid_op).
+template <typename F>
+inline auto visit(onorm_op op, F&& f) -> decltype(f(Softmax{})) {
+  switch (op) {
+#define ONORM_OP_VISIT_CASE(ID, name, Type) \
+  case ONORM_OP_##ID:                       \
+    return f(Type{});
+    ONORM_OP_LIST(ONORM_OP_VISIT_CASE)
+#undef ONORM_OP_VISIT_CASE
+    default: break;
+  }
+  return f(Softmax{});
+}
+
+inline bool valid_op(int op) { return op >= 0 && op < ONORM_OP_COUNT; }
+
+inline const char* name(onorm_op op) {
+  switch (op) {
+#define ONORM_OP_NAME_CASE(ID, name, Type) \
+  case ONORM_OP_##ID:                      \
+    return #name;
+    ONORM_OP_LIST(ONORM_OP_NAME_CASE)
+#undef ONORM_OP_NAME_CASE
+    default: break;
+  }
+  return "unknown op";
+}
+
+inline const Signature& signature(onorm_op op) {
+  return visit(op, [](auto o) -> const Signature& { return decltype(o)::kSignature; });
+}
+
+}  // namespace ops
+}  // namespace core
+}  // namespace onorm

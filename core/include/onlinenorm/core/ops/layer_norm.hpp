@@ -1,0 +1,92 @@
+// LayerNorm: y_j = (x_j - mean) * rstd * gamma_j + beta_j, rstd = 1 / sqrt(var + eps), var
+// biased. Statistics by the corrected two-pass (core::Welford::of_pivot) around each chunk's
+// float mean, merged by Chan's formula in double; the float / double rule and the scaled finish
+// of core/norm_stats.hpp. Special values (API.md): NaN or inf in the row make the row NaN.
+#pragma once
+
+#include "onlinenorm/core/norm_stats.hpp"
+#include "onlinenorm/core/ops/row_op.hpp"
+#include "onlinenorm/core/welford.hpp"
+
+namespace onorm {
+namespace core {
+namespace ops {
+
+struct LayerNorm {
+  static constexpr Signature kSignature{
+      1, {"x"}, 1, {"y"}, 2, {"gamma", "beta"}, 2, {"mean", "rstd"}, 1, {"eps"}, {ParamRule::kNonNegative}};
+  static constexpr int kInputs = 1;
+  static constexpr int kSums = 2;  // sum(x - p), sum((x - p)^2)
+  static constexpr int kCols = 2;  // gamma (default 1), beta (default 0)
+  static constexpr Pass1 kPass1 = Pass1::kSum;
+  static constexpr bool kPadWithPivot = true;
+  static constexpr bool kF64Fallback = true;
+  static constexpr bool kKeepsLift = false;
+  template <typename T>
+  using State = Welford<T>;
+  using Merged = Welford<double>;  // Chan's between-chunk term needs more digits than a float mean
+  template <typename T>
+  using Coefs = BasicNormCoefs<T>;
+  struct Params {
+    double eps;
+  };
+  ONORM_HD_INLINE static Params params(const double* p) { return Params{p[0]}; }
+  ONORM_HD_INLINE static float pad(int) { return 0.0f; }
+  ONORM_HD_INLINE static float col_default(int col) { return col == 0 ? 1.0f : 0.0f; }
+
+  template <typename T>
+  ONORM_HD_INLINE static T pivot(T r1, int64_t n) {
+    return r1 / static_cast<T>(n);
+  }
+  template <typename M>
+  ONORM_HD_INLINE static typename M::V accumulate(const M& m, typename M::V* acc, typename M::V p,
+                                                  const typename M::V* x) {
+    const typename M::V d = m.sub(x[0], p);
+    acc[0] = m.add(acc[0], d);
+    acc[1] = m.mul_add(d, d, acc[1]);
+    return x[0];
+  }
+  template <typename T, typename F>
+  ONORM_HD_INLINE static Welford<T> state(int64_t n, F, F p, const F* sums) {
+    return Welford<T>::of_pivot(n, p, sums[0], sums[1]);
+  }
+
+  // Float statistics are trusted by core::norm_float_stats_ok, double ones by
+  // core::norm_double_stats_ok; ok == false: take them again in double (kF64Fallback).
+  ONORM_HD_INLINE static Coefs<float> coefs(const Welford<float>& w, const Params& p, bool& ok) {
+    const float var_eps = w.variance() + static_cast<float>(p.eps);
+    ok = norm_float_stats_ok(w.m2 + w.mean, var_eps);
+    return norm_coefs_f32(w.mean, 1.0f / sqrt_of(var_eps));
+  }
+  ONORM_HD_INLINE static Coefs<double> coefs(const Welford<double>& w, const Params& p, bool& ok) {
+    const double var_eps = w.variance() + p.eps;
+    ok = norm_double_stats_ok(w.m2 + w.mean, var_eps);
+    const double rstd = 1.0 / sqrt_of(var_eps);
+    return Coefs<double>{1.0, w.mean, rstd, w.mean, rstd};
+  }
+  template <typename T>
+  ONORM_HD_INLINE static Coefs<float> narrow(const Coefs<T>& c) {
+    return norm_coefs_narrow(c);
+  }
+  template <typename T, typename S>
+  ONORM_HD_INLINE static Coefs<T> chunk_coefs(const Coefs<T>& row, const S&) {
+    return row;
+  }
+  template <typename T>
+  ONORM_HD_INLINE static void write_row_outputs(const Coefs<T>& c, float* const* row_out, int64_t r) {
+    if (row_out[0]) row_out[0][r] = static_cast<float>(c.mean);
+    if (row_out[1]) row_out[1][r] = static_cast<float>(c.rstd);
+  }
+
+  // ((x * k - mk) * rk) * gamma + beta: x * k is exact, so k = 1 is (x - mean) * rstd.
+  template <typename M, typename T>
+  ONORM_HD_INLINE static typename M::V finish(const M& m, const Coefs<T>& c, const typename M::V* x,
+                                              const typename M::V* cols) {
+    const typename M::V centred = m.sub(m.mul(x[0], m.set(c.k)), m.set(c.mk));
+    return m.mul_add(m.mul(centred, m.set(c.rk)), cols[0], cols[1]);
+  }
+};
+
+}  // namespace ops
+}  // namespace core
+}  // namespace onorm

@@ -1,0 +1,20 @@
+/* The list of row operators: the one place an op is named. The backend request's op id
+   (onorm_op), the op names of the C ABI's messages, the tool and the benches, validation's and
+   the reference's dispatch, and the backends' dispatch (core/ops/dispatch.hpp) all expand it.
+   X(ID, name, Type): ONORM_OP_<ID>, its text, its definition onorm::core::ops::Type
+   (core/ops/<name>.hpp). C-compatible: included by src/backend_interface.h. */
+#ifndef ONLINENORM_CORE_OPS_OP_LIST_H
+#define ONLINENORM_CORE_OPS_OP_LIST_H
+
+#define ONORM_OP_LIST(X)                                   \
+  X(SOFTMAX, softmax, Softmax)                             \
+  X(LOG_SOFTMAX, log_softmax, LogSoftmax)                  \
+  X(LAYER_NORM, layer_norm, LayerNorm)                     \
+  X(RMS_NORM, rms_norm, RmsNorm)                           \
+  X(SOFTMAX_BACKWARD, softmax_backward, SoftmaxBackward)
+
+#define ONORM_OP_ENUM_ENTRY(ID, name, Type) ONORM_OP_##ID,
+typedef enum onorm_op { ONORM_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_COUNT } onorm_op;
+#undef ONORM_OP_ENUM_ENTRY
+
+#endif

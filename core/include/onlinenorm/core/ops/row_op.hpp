@@ -1,0 +1,72 @@
+// What a row operator is, for every placement of a row (SIMD lanes and threads on the CPU;
+// lanes, warps, blocks, clusters and batches of blocks on GPUs): the one interface the
+// backends are generic over. An op is a struct of static members (core/ops/<name>.hpp);
+// everything about its math lives there, host and device alike, and nothing anywhere else.
+//
+// A row is cut by the placement into chunks (a SIMD chunk, a warp's or block's slice). Per chunk:
+//   pass 1   reduce x (in[0]) with kPass1 (kMax keeps NaN; kSum; kNone): r1;
+//   pivot    p = Op::pivot(r1, n), the centre of pass 2;
+//   pass 2   Op::accumulate(m, acc, p, x) adds each element's kSums contributions into acc
+//            (and returns the value kept for the finish when kKeepsLift);
+//   state    Op::state(n, r1, p, sums): a monoid (identity, combine) in core/.
+// Chunk states merge in a fixed tree into the row's state (Op::Merged across chunks, slices,
+// blocks and devices). Then per row:
+//   coefs    Op::coefs(state, params, ok): the finish coefficients and the special-value
+//            rules; ok == false (ops with kF64Fallback) asks the placement to take the row's
+//            statistics again in double (the same passes with T = double) and use those;
+//   outputs  Op::write_row_outputs(coefs, row_out, r): per-row outputs (mean, rstd);
+//   finish   per chunk, Op::chunk_coefs(row coefs, chunk state), then every element
+//            y = Op::finish(m, coefs, x, cols) (or Op::finish_kept(m, coefs, kept, cols)).
+// Padding (elements past the row's end inside a vector) loads as Op::pad(input) and then
+// contributes nothing to pass 1 or pass 2, except where kPadWithPivot: the placement sets
+// pass 2's padding to the pivot.
+//
+// `m` is the element math of the placement: core::ops::ScalarMath<T> (below) on scalars, or a
+// backend's own (Highway vectors, the GPUs' approximate exp) with the same members: V, set,
+// add, sub, mul, mul_add, exp (of non-positive arguments and -inf; NaN stays NaN).
+#pragma once
+
+#include "onlinenorm/core/hd.hpp"
+#include "onlinenorm/core/ops/op_list.h"
+
+namespace onorm {
+namespace core {
+namespace ops {
+
+enum class Pass1 { kNone, kMax, kSum };
+
+// What a scalar parameter must satisfy (validation, src/validate.cpp).
+enum class ParamRule { kNonNegative };  // >= 0 and not NaN (eps)
+
+// The tensors and parameters of an op, by slot of the backend request (src/backend_interface.h):
+// in[] row tensors read, out[] row tensors written, col[] column vectors read (cols elements
+// of in[0]'s dtype, NULL allowed), row_out[] per-row floats written (NULL allowed), param[].
+struct Signature {
+  int inputs;
+  const char* input[2];
+  int outputs;
+  const char* output[1];
+  int cols;
+  const char* col[2];
+  int row_outs;
+  const char* row_out[2];
+  int params;
+  const char* param[1];
+  ParamRule param_rule[1];
+};
+
+// Element math on scalars (host and device): the reference implementation of the math policy.
+template <typename T>
+struct ScalarMath {
+  using V = T;
+  ONORM_HD_INLINE V set(T s) const { return s; }
+  ONORM_HD_INLINE V add(V a, V b) const { return a + b; }
+  ONORM_HD_INLINE V sub(V a, V b) const { return a - b; }
+  ONORM_HD_INLINE V mul(V a, V b) const { return a * b; }
+  ONORM_HD_INLINE V mul_add(V a, V b, V c) const { return a * b + c; }
+  ONORM_HD_INLINE V exp(V a) const { return exp_of(a); }
+};
+
+}  // namespace ops
+}  // namespace core
+}  // namespace onorm

@@ -1,0 +1,74 @@
+// Softmax backward: dx_j = y_j * (dy_j - s), s = sum_k y_k dy_k, from the forward output y and
+// the gradient dy (API.md, "backward passes"). Special values: a NaN in y or dy makes s, and so
+// the row, NaN.
+#pragma once
+
+#include "onlinenorm/core/ops/row_op.hpp"
+#include "onlinenorm/core/sum.hpp"
+
+namespace onorm {
+namespace core {
+namespace ops {
+
+struct SoftmaxBackward {
+  static constexpr Signature kSignature{2, {"y", "dy"}, 1, {"dx"}, 0, {}, 0, {}, 0, {}, {}};
+  static constexpr int kInputs = 2;  // y, dy
+  static constexpr int kSums = 1;    // sum(y * dy)
+  static constexpr int kCols = 0;
+  static constexpr Pass1 kPass1 = Pass1::kNone;
+  static constexpr bool kPadWithPivot = false;
+  static constexpr bool kF64Fallback = false;
+  static constexpr bool kKeepsLift = false;
+  template <typename T>
+  using State = Sum<T>;
+  using Merged = Sum<float>;
+  struct Params {};
+  ONORM_HD_INLINE static Params params(const double*) { return Params{}; }
+  ONORM_HD_INLINE static float pad(int) { return 0.0f; }
+  ONORM_HD_INLINE static float col_default(int) { return 0.0f; }
+
+  template <typename T>
+  ONORM_HD_INLINE static T pivot(T, int64_t) {
+    return T(0);
+  }
+  template <typename M>
+  ONORM_HD_INLINE static typename M::V accumulate(const M& m, typename M::V* acc, typename M::V,
+                                                  const typename M::V* x) {
+    acc[0] = m.mul_add(x[0], x[1], acc[0]);
+    return x[0];
+  }
+  template <typename T, typename F>
+  ONORM_HD_INLINE static Sum<T> state(int64_t, F, F, const F* sums) {
+    return Sum<T>::of(static_cast<T>(sums[0]));
+  }
+
+  template <typename T>
+  struct Coefs {
+    T s;
+  };
+  template <typename T>
+  ONORM_HD_INLINE static Coefs<T> coefs(const Sum<T>& st, const Params&, bool& ok) {
+    ok = true;
+    return Coefs<T>{st.s};
+  }
+  template <typename T>
+  ONORM_HD_INLINE static Coefs<float> narrow(const Coefs<T>& c) {
+    return Coefs<float>{static_cast<float>(c.s)};
+  }
+  template <typename T, typename S>
+  ONORM_HD_INLINE static Coefs<T> chunk_coefs(const Coefs<T>& row, const S&) {
+    return row;
+  }
+  template <typename T>
+  ONORM_HD_INLINE static void write_row_outputs(const Coefs<T>&, float* const*, int64_t) {}
+
+  template <typename M, typename T>
+  ONORM_HD_INLINE static typename M::V finish(const M& m, const Coefs<T>& c, const typename M::V* x,
+                                              const typename M::V*) {
+    return m.mul(x[0], m.sub(x[1], m.set(c.s)));
+  }
+};
+
+}  // namespace ops
+}  // namespace core
+}  // namespace onorm
