@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
 cmake --preset release >/dev/null
+# Which AMD compiler and targets the HIP backend got (clang-19 adds gfx942; see setup.sh).
+sed -n 's/^\(ONLINENORM_HIP_CLANG\|ONLINENORM_HIP_ARCHS\|ONLINENORM_WITH_HIP\):[A-Z]*=/  \1=/p' build/CMakeCache.txt
 cmake --build --preset release -j"$jobs"
 ctest --preset release -j"$jobs"
 cmake --preset sanitize >/dev/null
