@@ -4,9 +4,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +26,7 @@
 
 namespace onorm_tool {
 
-extern const char* const kBenchUsage =
+const char* const kBenchUsage =
     "usage: onorm bench [options]\n"
     "\n"
     "  --backend B        cpu | cuda[:N] | hip[:N]                        [best available]\n"
@@ -43,7 +43,6 @@ extern const char* const kBenchUsage =
     "Rows are chosen so that every case moves the same number of bytes. A device-to-device\n"
     "copy of the same byte count is measured in the same run as the ceiling. Ctrl-C finishes\n"
     "the current case, writes what was measured and exits 130.\n";
-
 
 namespace {
 

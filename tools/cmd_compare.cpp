@@ -1,14 +1,11 @@
 // onorm compare: one operator on every backend over the same input, against the float64
 // reference: one table (and JSON).
-#include <algorithm>
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
-#include <limits>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "checking.hpp"
 #include "commands.hpp"
@@ -21,7 +18,7 @@
 
 namespace onorm_tool {
 
-extern const char* const kCompareUsage =
+const char* const kCompareUsage =
     "usage: onorm compare --op OP (--rows R --cols C | --input FILE.npy) [options]\n"
     "\n"
     "  --op OP            softmax | log_softmax | layer_norm | rms_norm | softmax_backward\n"
@@ -44,7 +41,6 @@ extern const char* const kCompareUsage =
     "prints one table: time, bandwidth, max abs/rel/ULP error, bitwise-differing elements\n"
     "between each pair of backends, and whether the contract's bound holds. Exit 3 when a\n"
     "bound is violated.\n";
-
 
 int cmd_compare(int argc, char** argv) {
   const std::vector<OptionSpec> specs = {

@@ -1,14 +1,10 @@
 // onorm info: the library version, the backends (available or why not, devices), the CPU
 // targets and the environment variables the library reads.
 #include <algorithm>
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
-#include <limits>
-#include <memory>
+#include <vector>
 
 #include "commands.hpp"
 #include "options.hpp"
@@ -19,12 +15,11 @@
 
 namespace onorm_tool {
 
-extern const char* const kInfoUsage =
+const char* const kInfoUsage =
     "usage: onorm info\n"
     "\n"
     "Prints the library version, each backend (cpu, cuda, hip) with its devices or the reason\n"
     "it is unavailable, and the CPU SIMD targets this machine can run.\n";
-
 
 int cmd_info(int argc, char** argv) {
   auto opts = parse_options(argc, argv, 2, {{"help", false}});

@@ -1,13 +1,9 @@
 // onorm run: one operator on one backend: time, bandwidth, error against float64.
-#include <algorithm>
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
-#include <limits>
-#include <memory>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "checking.hpp"
 #include "commands.hpp"
@@ -16,7 +12,7 @@
 
 namespace onorm_tool {
 
-extern const char* const kRunUsage =
+const char* const kRunUsage =
     "usage: onorm run --op OP --rows R --cols C [options]\n"
     "\n"
     "  --op OP            softmax | log_softmax | layer_norm | rms_norm | softmax_backward\n"
@@ -34,7 +30,6 @@ extern const char* const kRunUsage =
     "reference with the contract's bound. Exit 3 when the bound is violated.\n"
     "softmax_backward reads y (generated as x is) and dy (generated the same way from\n"
     "another stream of the seed) and writes dx.\n";
-
 
 int cmd_run(int argc, char** argv) {
   const std::vector<OptionSpec> specs = {

@@ -18,7 +18,7 @@ using namespace onorm_tool;
 
 namespace onorm_tool {
 
-extern const char* const kMainUsage =
+const char* const kMainUsage =
     "usage: onorm <command> [options]\n"
     "\n"
     "commands:\n"
@@ -34,7 +34,6 @@ extern const char* const kMainUsage =
     "`onorm <command> --help` describes a command's options.\n"
     "Exit status: 0 ok, 1 error, 2 usage error, 3 a result outside the contract's bound,\n"
     "130 interrupted.\n";
-
 
 }  // namespace onorm_tool
 

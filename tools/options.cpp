@@ -1,14 +1,9 @@
 #include "options.hpp"
 
-#include <algorithm>
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
+#include <cstdint>
 #include <limits>
-#include <memory>
+#include <string>
+#include <utility>
 
 #include "npy.hpp"
 

@@ -96,5 +96,4 @@ void plot_png(const std::string& json_path, const std::string& png_path) {
     throw ToolError("--png: " + script + " failed; the JSON is at " + json_path);
 }
 
-
 }  // namespace onorm_tool
