@@ -10,6 +10,7 @@
 
 extern "C" int onorm_c_abi_check(void);
 extern "C" int onorm_c_out_of_range_enums(void);
+extern "C" int onorm_c_softmax_backward_check(void);
 
 namespace onorm_test {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 TEST(CApi, HeaderCompilesAsCAndRuns) { EXPECT_EQ(onorm_c_abi_check(), 0); }
 // dtype -1 / 1000, backend 7 / -1, copy kind 9 from a C caller: INVALID_ARGUMENT, nothing written.
 TEST(CApi, OutOfRangeEnumValuesFromC) { EXPECT_EQ(onorm_c_out_of_range_enums(), 0); }
+TEST(CApi, SoftmaxBackwardFromC) { EXPECT_EQ(onorm_c_softmax_backward_check(), 0); }
 
 static_assert(onorm::dtype_of<float>::value == ONORM_F32, "");
 static_assert(onorm::dtype_of<double>::value == ONORM_F64, "");

@@ -264,7 +264,7 @@ TEST(Scratch, BoundedByThreadsNotByInput) {
     ASSERT_EQ(st, ONORM_OK) << onorm_last_error();
     const size_t input = static_cast<size_t>(c.rows * c.cols) * sizeof(float);
     // A row's exp values per thread (rows over threads) are allowed: 4 MiB at most.
-    EXPECT_LE(g_largest.load(), size_t{c.threads} * ((size_t{1} << 22) + 4096)) << "input " << input;
+    EXPECT_LE(g_largest.load(), static_cast<size_t>(c.threads) * ((size_t{1} << 22) + 4096)) << "input " << input;
     EXPECT_LT(g_largest.load(), input / 2) << "input " << input;
   }
   omp_set_num_threads(threads_before);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "onlinenorm/core/ops/dispatch.hpp"
+#include "reference.hpp"
 
 namespace {
 
@@ -133,6 +134,22 @@ TEST(OpList, NamesAndSignaturesComeFromTheList) {
     EXPECT_EQ(s.inputs, inputs) << ops::name(static_cast<onorm_op>(op));
     EXPECT_EQ(s.cols, cols) << ops::name(static_cast<onorm_op>(op));
   }
+}
+
+// The reference's ops are the list's, with the same names and inputs (it keeps its own math).
+TEST(OpList, ReferenceFollowsTheList) {
+  ASSERT_EQ(static_cast<int>(onorm_ref::all_ops().size()), ONORM_OP_COUNT);
+  for (int i = 0; i < ONORM_OP_COUNT; ++i) {
+    const onorm_ref::Op op = onorm_ref::all_ops()[static_cast<size_t>(i)];
+    EXPECT_EQ(onorm_ref::to_onorm_op(op), static_cast<onorm_op>(i));
+    EXPECT_STREQ(onorm_ref::op_name(op), ops::name(static_cast<onorm_op>(i)));
+    EXPECT_EQ(onorm_ref::op_inputs(op), ops::signature(static_cast<onorm_op>(i)).inputs) << onorm_ref::op_name(op);
+    onorm_ref::Op parsed;
+    EXPECT_TRUE(onorm_ref::parse_op(ops::name(static_cast<onorm_op>(i)), parsed));
+    EXPECT_EQ(parsed, op);
+  }
+  onorm_ref::Op unused;
+  EXPECT_FALSE(onorm_ref::parse_op("softmaxx", unused));
 }
 
 // ---- softmax ----

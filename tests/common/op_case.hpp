@@ -38,8 +38,7 @@ inline Generator random_inputs(Op op, int64_t rows, std::mt19937_64& rng, int in
   for (int64_t r = 0; r < rows; ++r) dists->push_back(input_dist(op, rng));
   auto eng = std::make_shared<std::mt19937_64>(rng());
   if (op == Op::softmax_backward && input == 0) {
-    return [dists, eng](int64_t r, int64_t c) {
-      (void)c;
+    return [dists, eng](int64_t r, int64_t) {
       const InputDist& d = (*dists)[static_cast<size_t>(r)];
       return std::exp(cheap_normal(*eng, 0.0, d.scale)) * 1e-3;
     };
