@@ -21,7 +21,7 @@ namespace onorm_tool {
 const char* const kCompareUsage =
     "usage: onorm compare --op OP (--rows R --cols C | --input FILE.npy) [options]\n"
     "\n"
-    "  --op OP            softmax | log_softmax | layer_norm | rms_norm | softmax_backward\n"
+    "  --op OP            one of" ONORM_TOOL_OP_NAMES "\n"
     "  --rows R --cols C  the problem's shape (taken from --input when given)\n"
     "  --dtype T          input dtype: f32 | f16 | bf16 | f64 (CPU only)   [f32, or the file's]\n"
     "  --out-dtype T      output dtype                                   [same as --dtype]\n"

@@ -15,7 +15,7 @@ namespace onorm_tool {
 const char* const kRunUsage =
     "usage: onorm run --op OP --rows R --cols C [options]\n"
     "\n"
-    "  --op OP            softmax | log_softmax | layer_norm | rms_norm | softmax_backward\n"
+    "  --op OP            one of" ONORM_TOOL_OP_NAMES "\n"
     "  --rows R --cols C  the problem's shape\n"
     "  --dtype T          input dtype: f32 | f16 | bf16 | f64 (CPU only)   [f32]\n"
     "  --out-dtype T      output dtype                                   [same as --dtype]\n"

@@ -3,6 +3,12 @@
 // or throws UsageError / ToolError.
 #pragma once
 
+#include "onlinenorm/core/ops/op_list.h"
+
+// " softmax log_softmax ...": the op list's names, for the usage texts.
+#define ONORM_TOOL_OP_NAME(ID, name, Type) " " #name
+#define ONORM_TOOL_OP_NAMES ONORM_OP_LIST(ONORM_TOOL_OP_NAME)
+
 namespace onorm_tool {
 
 extern const char* const kMainUsage;
