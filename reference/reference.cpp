@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 
 namespace onorm_ref {
 namespace {
@@ -81,18 +82,28 @@ int min_exponent(onorm_dtype dtype) {  // exponent of the smallest normal
 
 }  // namespace
 
+const std::vector<Op>& all_ops() {
+  static const std::vector<Op> ops = {
+#define ONORM_REF_OP_ITEM(ID, name, Type) Op::name,
+      ONORM_OP_LIST(ONORM_REF_OP_ITEM)
+#undef ONORM_REF_OP_ITEM
+  };
+  return ops;
+}
+
 const char* op_name(Op op) {
   switch (op) {
-    case Op::softmax: return "softmax";
-    case Op::log_softmax: return "log_softmax";
-    case Op::layer_norm: return "layer_norm";
-    case Op::rms_norm: return "rms_norm";
+#define ONORM_REF_OP_NAME(ID, name, Type) \
+  case Op::name:                          \
+    return #name;
+    ONORM_OP_LIST(ONORM_REF_OP_NAME)
+#undef ONORM_REF_OP_NAME
   }
   return "?";
 }
 
 bool parse_op(const std::string& text, Op& op) {
-  for (Op o : {Op::softmax, Op::log_softmax, Op::layer_norm, Op::rms_norm}) {
+  for (Op o : all_ops()) {
     if (text == op_name(o)) {
       op = o;
       return true;
@@ -100,6 +111,14 @@ bool parse_op(const std::string& text, Op& op) {
   }
   return false;
 }
+
+std::string op_names(const char* separator) {
+  std::string s;
+  for (Op o : all_ops()) s += (s.empty() ? "" : separator) + std::string(op_name(o));
+  return s;
+}
+
+int op_inputs(Op op) { return op == Op::softmax_backward ? 2 : 1; }
 
 double decode(const void* data, onorm_dtype dtype, int64_t i) {
   switch (dtype) {
@@ -121,7 +140,54 @@ void encode(double v, void* data, onorm_dtype dtype, int64_t i) {
   }
 }
 
+namespace {
+
+// dx_j = y_j * (dy_j - s), s = sum_k y_k dy_k, in double from the rounded inputs; the bound's
+// scale |y_j| (|dy_j| + sum_k |y_k dy_k|). A NaN in y or dy makes the row NaN.
+Result softmax_backward(const onorm_rows& y, const onorm_rows& dy) {
+  Result r;
+  r.rows = y.rows;
+  r.cols = y.cols;
+  r.y.assign(static_cast<size_t>(y.rows * y.cols), 0.0);
+  r.scale.assign(r.y.size(), 0.0);
+  std::vector<double> yv(static_cast<size_t>(y.cols)), dv(static_cast<size_t>(y.cols));
+  for (int64_t i = 0; i < y.rows; ++i) {
+    double s = 0, s_abs = 0;
+    bool any_nan = false;
+    for (int64_t c = 0; c < y.cols; ++c) {
+      yv[c] = decode(y.data, y.dtype, i * y.row_stride + c);
+      dv[c] = decode(dy.data, dy.dtype, i * dy.row_stride + c);
+      any_nan |= std::isnan(yv[c]) || std::isnan(dv[c]);
+      s += yv[c] * dv[c];
+      s_abs += std::fabs(yv[c] * dv[c]);
+    }
+    double* out = r.y.data() + i * y.cols;
+    double* scale = r.scale.data() + i * y.cols;
+    for (int64_t c = 0; c < y.cols; ++c) {
+      out[c] = any_nan ? std::numeric_limits<double>::quiet_NaN() : yv[c] * (dv[c] - s);
+      scale[c] = std::fabs(yv[c]) * (std::fabs(dv[c]) + s_abs);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+Result compute(Op op, const onorm_rows* in, int inputs, const void* gamma, const void* beta, double eps) {
+  if (!in || inputs < op_inputs(op))
+    throw std::invalid_argument(std::string("onorm_ref::compute: ") + op_name(op) + " reads " +
+                                std::to_string(op_inputs(op)) + " row tensors");
+  for (int k = 1; k < op_inputs(op); ++k)
+    if (in[k].rows != in[0].rows || in[k].cols != in[0].cols)
+      throw std::invalid_argument(std::string("onorm_ref::compute: ") + op_name(op) + ": inputs of different shapes");
+  if (op == Op::softmax_backward) return softmax_backward(in[0], in[1]);
+  return compute(op, in[0], gamma, beta, eps);
+}
+
 Result compute(Op op, const onorm_rows& x, const void* gamma, const void* beta, double eps) {
+  if (op_inputs(op) != 1)
+    throw std::invalid_argument(std::string("onorm_ref::compute: ") + op_name(op) + " reads " +
+                                std::to_string(op_inputs(op)) + " row tensors");
   Result r;
   r.rows = x.rows;
   r.cols = x.cols;
@@ -181,7 +247,7 @@ double ulp(double v, onorm_dtype dtype) {
   return std::ldexp(1.0, e - mantissa_bits(dtype));
 }
 
-double bound(Op op, onorm_dtype out, double ref, double row_mean, double row_rstd, double gamma_j) {
+double bound(Op op, onorm_dtype out, double ref, double row_mean, double row_rstd, double gamma_j, double scale) {
   double b;
   switch (op) {
     case Op::softmax: b = 1e-5 * std::fabs(ref) + 1e-30; break;
@@ -190,6 +256,7 @@ double bound(Op op, onorm_dtype out, double ref, double row_mean, double row_rst
       b = 1e-5 * std::fabs(ref) + 1e-6 + std::ldexp(std::fabs(row_mean) * row_rstd * std::fabs(gamma_j), -20);
       break;
     case Op::rms_norm: b = 1e-5 * std::fabs(ref) + 1e-6; break;
+    case Op::softmax_backward: b = 1e-5 * scale + 1e-30; break;
     default: b = 0;
   }
   if (out == ONORM_F16 || out == ONORM_BF16) b += ulp(ref, out);
@@ -253,7 +320,8 @@ Report check(Op op, const Result& ref, const onorm_rows& y, const void* gamma, o
       unsigned char rounded[8];
       encode(want, rounded, y.dtype, 0);
       const double want_rounded = decode(rounded, y.dtype, 0);
-      judge("y", i, c, got, want, bound(op, y.dtype, want, row_mean, row_rstd, g), y.dtype, false,
+      const double scale = ref.scale.empty() ? 0.0 : ref.scale[i * ref.cols + c];
+      judge("y", i, c, got, want, bound(op, y.dtype, want, row_mean, row_rstd, g, scale), y.dtype, false,
             got == want_rounded);
     }
     // Statistics come back as f32: a few f32 ulp of the exact value.

@@ -8,14 +8,29 @@
 #include <string>
 #include <vector>
 
+#include "onlinenorm/core/ops/op_list.h"
 #include "onlinenorm/onlinenorm.h"
 
 namespace onorm_ref {
 
-enum class Op { softmax, log_softmax, layer_norm, rms_norm };
+// The ops of the library's list (core/ops/op_list.h: only the list and the names are shared,
+// none of core's math). Op::name and ONORM_OP_NAME have the same value.
+enum class Op {
+#define ONORM_REF_OP_ENTRY(ID, name, Type) name,
+  ONORM_OP_LIST(ONORM_REF_OP_ENTRY)
+#undef ONORM_REF_OP_ENTRY
+};
+constexpr int kOpCount = ONORM_OP_COUNT;
 
+// Every op of the list, in its order.
+const std::vector<Op>& all_ops();
 const char* op_name(Op op);
 bool parse_op(const std::string& text, Op& op);
+// The names of every op, comma-separated ("softmax, log_softmax, ..."), for messages.
+std::string op_names(const char* separator = ", ");
+inline onorm_op to_onorm_op(Op op) { return static_cast<onorm_op>(op); }
+// Row tensors the op reads (1: x; 2: softmax backward's y and dy).
+int op_inputs(Op op);
 
 // Value of element i of a buffer of dtype (f32, f16, bf16, f64), as a double.
 double decode(const void* data, onorm_dtype dtype, int64_t index);
@@ -24,12 +39,17 @@ void encode(double v, void* data, onorm_dtype dtype, int64_t index);
 
 // The exact answer for host-resident rows x. gamma/beta hold cols elements of x's dtype or
 // are NULL. y is rows x cols, dense; mean and rstd hold one value per row (LayerNorm: both;
-// RMSNorm: rstd; softmax: empty).
+// RMSNorm: rstd; softmax: empty). scale: per element of y, the magnitude the op's bound is
+// relative to where it is not |y| (softmax backward: |y_j| (|dy_j| + sum_k |y_k dy_k|)).
 struct Result {
   int64_t rows = 0, cols = 0;
-  std::vector<double> y, mean, rstd;
+  std::vector<double> y, mean, rstd, scale;
 };
+// Ops of one input (x).
 Result compute(Op op, const onorm_rows& x, const void* gamma, const void* beta, double eps);
+// Any op: in[0..op_inputs(op)) are its row tensors, all of one shape (softmax backward: y, dy).
+// Throws std::invalid_argument when an input is missing or the shapes differ.
+Result compute(Op op, const onorm_rows* in, int inputs, const void* gamma, const void* beta, double eps);
 
 // One unit in the last place of v in dtype (for f16/bf16/f32; f64 gives f64's).
 double ulp(double v, onorm_dtype dtype);
@@ -37,7 +57,9 @@ double ulp(double v, onorm_dtype dtype);
 // The contract's bound on |y - ref| for one element. row_mean/row_rstd/gamma_j feed the
 // LayerNorm term 2^-20 |mean| rstd |gamma_j|. Returns +inf where the contract states no
 // bound (log_softmax with ref <= -80 is then held to 1e-5 relative instead).
-double bound(Op op, onorm_dtype out_dtype, double ref, double row_mean, double row_rstd, double gamma_j);
+// scale: Result::scale's element (softmax backward), 0 otherwise.
+double bound(Op op, onorm_dtype out_dtype, double ref, double row_mean, double row_rstd, double gamma_j,
+             double scale = 0);
 
 // Compares a host copy of a backend's y (and optional mean/rstd it returned) with ref.
 struct Report {

@@ -1,7 +1,8 @@
 // Every bad-argument case of the contract on every backend: the status, a non-empty
 // onorm_last_error() (set by this call), and nothing written anywhere (all buffers are
 // poisoned or filled beforehand and compared byte for byte afterwards). Also the legal
-// corner cases next to them: empty shapes, exact in-place, interleaved rows.
+// corner cases next to them: empty shapes, exact in-place, interleaved rows. For softmax
+// backward, x and y below are its y and dx, and dy is its second input.
 #include <climits>
 #include <functional>
 
@@ -14,8 +15,8 @@ class BadArgs : public ::testing::TestWithParam<onorm_backend> {};
 
 struct Call {
   onorm_context ctx;
-  bool x_null = false, y_null = false;
-  onorm_rows x, y;
+  bool x_null = false, y_null = false, dy_null = false;
+  onorm_rows x, y, dy;
   const void* gamma = nullptr;
   const void* beta = nullptr;
   double eps = 1e-5;
@@ -31,6 +32,7 @@ onorm_status invoke(Op op, const Call& c) {
     case Op::log_softmax: return onorm_log_softmax(c.ctx, x, y);
     case Op::layer_norm: return onorm_layer_norm(c.ctx, x, c.gamma, c.beta, c.eps, y, c.mean, c.rstd);
     case Op::rms_norm: return onorm_rms_norm(c.ctx, x, c.gamma, c.eps, y, c.rstd);
+    case Op::softmax_backward: return onorm_softmax_backward(c.ctx, x, c.dy_null ? nullptr : &c.dy, y);
   }
   return ONORM_ERROR_INTERNAL;
 }
@@ -49,12 +51,14 @@ class Fixture {
   explicit Fixture(onorm_context ctx) : ctx_(ctx) {
     x = Tensor(ctx, ONORM_F32, kRows, kCols, kStride);
     y = Tensor(ctx, ONORM_F32, kRows, kCols, kStride);
+    dy = Tensor(ctx, ONORM_F32, kRows, kCols, kStride);
     gamma = Tensor(ctx, ONORM_F32, 1, kCols);
     beta = Tensor(ctx, ONORM_F32, 1, kCols);
     mean = Tensor(ctx, ONORM_F32, 1, kRows);
     rstd = Tensor(ctx, ONORM_F32, 1, kRows);
     arena = Tensor(ctx, ONORM_F32, 1, 4096);
     x.fill([](int64_t r, int64_t c) { return 0.25 * r - 0.125 * c; });
+    dy.fill([](int64_t r, int64_t c) { return 0.5 * r + 0.0625 * c; });
     gamma.fill([](int64_t, int64_t c) { return 1.0 + c; });
     beta.fill([](int64_t, int64_t c) { return -1.0 * c; });
     arena.fill([](int64_t, int64_t c) { return 0.001 * c; });
@@ -67,6 +71,7 @@ class Fixture {
     c.ctx = ctx_;
     c.x = x.dev_rows();
     c.y = y.dev_rows();
+    c.dy = dy.dev_rows();
     c.gamma = gamma.dev();
     c.beta = beta.dev();
     c.mean = mean.dev_f32();
@@ -79,7 +84,7 @@ class Fixture {
   }
   float* arena_f32(int64_t offset) const { return arena.dev_f32() + offset; }
 
-  std::vector<Tensor*> all() { return {&x, &y, &gamma, &beta, &mean, &rstd, &arena}; }
+  std::vector<Tensor*> all() { return {&x, &y, &dy, &gamma, &beta, &mean, &rstd, &arena}; }
   std::vector<std::vector<unsigned char>> snapshot() {
     std::vector<std::vector<unsigned char>> s;
     for (Tensor* t : all()) {
@@ -89,7 +94,7 @@ class Fixture {
     return s;
   }
   ::testing::AssertionResult unchanged(const std::vector<std::vector<unsigned char>>& before) {
-    const char* names[] = {"x", "y", "gamma", "beta", "mean", "rstd", "arena"};
+    const char* names[] = {"x", "y", "dy", "gamma", "beta", "mean", "rstd", "arena"};
     size_t i = 0;
     for (Tensor* t : all()) {
       t->download();
@@ -99,7 +104,7 @@ class Fixture {
     return ::testing::AssertionSuccess();
   }
 
-  Tensor x, y, gamma, beta, mean, rstd, arena;
+  Tensor x, y, dy, gamma, beta, mean, rstd, arena;
 
  private:
   onorm_context ctx_;
@@ -111,6 +116,7 @@ struct Case {
   onorm_status want;
   bool norm_only = false;  // only LayerNorm / RMSNorm take the broken argument
   bool ln_only = false;
+  bool dy_only = false;    // only softmax backward takes dy
 };
 
 std::vector<Case> cases(onorm_backend backend) {
@@ -235,9 +241,51 @@ std::vector<Case> cases(onorm_backend backend) {
        },
        INVALID, false, true},
   };
+  // Softmax backward's dy: NULL, broken, of another shape, and partial overlaps of dx with it
+  // (dx == dy exactly is legal: LegalAliasingRuns).
+  const std::vector<Case> dy_cases = {
+      {"null dy", [](Call& c, const Fixture&) { c.dy_null = true; }, INVALID},
+      {"null dy data", [](Call& c, const Fixture&) { c.dy.data = nullptr; }, INVALID},
+      {"dy rows differ", [](Call& c, const Fixture&) { c.dy.rows = c.x.rows - 1; }, INVALID},
+      {"dy cols differ", [](Call& c, const Fixture&) { c.dy.cols = c.x.cols + 1; }, INVALID},
+      {"dy negative rows", [](Call& c, const Fixture&) { c.dy.rows = -1; }, INVALID},
+      {"dy stride < cols", [C](Call& c, const Fixture&) { c.dy.row_stride = C - 1; }, INVALID},
+      {"dy dtype 5", [](Call& c, const Fixture&) { c.dy.dtype = static_cast<onorm_dtype>(5); }, INVALID},
+      {"dy f8_e4m3", [](Call& c, const Fixture&) { c.dy.dtype = ONORM_F8_E4M3; }, UNSUPPORTED},
+      {"dx shifted by 8 elements from dy",
+       [=](Call& c, const Fixture& f) {
+         c.dy = f.in_arena(0, R, C, C);
+         c.y = f.in_arena(8, R, C, C);
+       },
+       INVALID},
+      {"dx with dy's data but another stride",
+       [=](Call& c, const Fixture& f) {
+         c.dy = f.in_arena(0, R, C, S);
+         c.y = f.in_arena(0, R, C, S + 1);
+       },
+       INVALID},
+      {"dx with dy's data and stride, another dtype size",
+       [=](Call& c, const Fixture& f) {
+         c.dy = f.in_arena(0, R, C, S);
+         c.y = f.in_arena(0, R, C, S, ONORM_BF16);
+       },
+       INVALID},
+      {"dx's last element on dy's first",
+       [=](Call& c, const Fixture& f) {
+         c.dy = f.in_arena((R - 1) * C + C - 1, R, C, C);
+         c.y = f.in_arena(0, R, C, C);
+       },
+       INVALID},
+  };
+  for (Case k : dy_cases) {
+    k.dy_only = true;
+    v.push_back(k);
+  }
   if (is_gpu(backend)) {
-    v.push_back({"x f64 on a GPU", [](Call& c, const Fixture&) { c.x.dtype = ONORM_F64; c.x.cols = c.y.cols = 8; }, UNSUPPORTED});
-    v.push_back({"y f64 on a GPU", [](Call& c, const Fixture&) { c.y.dtype = ONORM_F64; c.x.cols = c.y.cols = 8; }, UNSUPPORTED});
+    v.push_back({"dy f64 on a GPU", [](Call& c, const Fixture&) { c.dy.dtype = ONORM_F64; c.x.cols = c.y.cols = c.dy.cols = 8; },
+                 UNSUPPORTED, false, false, true});
+    v.push_back({"x f64 on a GPU", [](Call& c, const Fixture&) { c.x.dtype = ONORM_F64; c.x.cols = c.y.cols = c.dy.cols = 8; }, UNSUPPORTED});
+    v.push_back({"y f64 on a GPU", [](Call& c, const Fixture&) { c.y.dtype = ONORM_F64; c.x.cols = c.y.cols = c.dy.cols = 8; }, UNSUPPORTED});
   }
   (void)OK;
   return v;
@@ -247,19 +295,19 @@ std::vector<Case> cases(onorm_backend backend) {
 std::vector<Case> legal_cases() {
   const int64_t R = Fixture::kRows, C = Fixture::kCols, S = Fixture::kStride;
   return {
-      {"rows 0", [](Call& c, const Fixture&) { c.x.rows = c.y.rows = 0; }, ONORM_OK},
-      {"cols 0", [](Call& c, const Fixture&) { c.x.cols = c.y.cols = 0; }, ONORM_OK},
+      {"rows 0", [](Call& c, const Fixture&) { c.x.rows = c.y.rows = c.dy.rows = 0; }, ONORM_OK},
+      {"cols 0", [](Call& c, const Fixture&) { c.x.cols = c.y.cols = c.dy.cols = 0; }, ONORM_OK},
       {"rows 0, NULL data", [](Call& c, const Fixture&) {
-         c.x.rows = c.y.rows = 0;
-         c.x.data = c.y.data = nullptr;
+         c.x.rows = c.y.rows = c.dy.rows = 0;
+         c.x.data = c.y.data = c.dy.data = nullptr;
        }, ONORM_OK},
       {"cols 0, NULL data, stride 0", [](Call& c, const Fixture&) {
-         c.x.cols = c.y.cols = 0;
-         c.x.row_stride = c.y.row_stride = 0;
-         c.x.data = c.y.data = nullptr;
+         c.x.cols = c.y.cols = c.dy.cols = 0;
+         c.x.row_stride = c.y.row_stride = c.dy.row_stride = 0;
+         c.x.data = c.y.data = c.dy.data = nullptr;
        }, ONORM_OK},
       {"rows 0, NULL gamma/mean", [](Call& c, const Fixture&) {
-         c.x.rows = c.y.rows = 0;
+         c.x.rows = c.y.rows = c.dy.rows = 0;
          c.gamma = c.beta = nullptr;
          c.mean = c.rstd = nullptr;
        }, ONORM_OK},
@@ -276,6 +324,7 @@ TEST_P(BadArgs, StatusMessageAndNothingWritten) {
       const bool is_norm = op == Op::layer_norm || op == Op::rms_norm;
       if (k.norm_only && !is_norm) continue;
       if (k.ln_only && op != Op::layer_norm) continue;
+      if (k.dy_only && op_inputs(op) < 2) continue;
       SCOPED_TRACE(std::string(onorm_ref::op_name(op)) + ": " + k.name);
       const auto before = f.snapshot();
       Call c = f.valid();
@@ -323,27 +372,39 @@ TEST_P(BadArgs, LegalAliasingRuns) {
     L.gamma = L.beta = L.mean = L.rstd = true;
     EXPECT_TRUE(run_checked(ctx, op, ONORM_F16, ONORM_BF16, 3, 33, L, rng));
     EXPECT_TRUE(run_checked(ctx, op, ONORM_F32, ONORM_F32, 3, 33, L, rng));
+    if (op_inputs(op) > 1) {  // dx == dy exactly, also across dtypes of one size
+      L.alias = 1;
+      EXPECT_TRUE(run_checked(ctx, op, ONORM_F16, ONORM_BF16, 3, 33, L, rng));
+      L.dy_dtype = ONORM_BF16;
+      EXPECT_TRUE(run_checked(ctx, op, ONORM_F32, ONORM_F16, 3, 33, L, rng));
+      L.dy_dtype = ONORM_F32;
+      EXPECT_TRUE(run_checked(ctx, op, ONORM_BF16, ONORM_F32, 3, 1025, L, rng));
+    }
     // Interleaved: x rows at 0, 32, 64; y rows at 16, 48, 80; both stride 32.
     Tensor arena(ctx, ONORM_F32, 1, 32 * 3);
     arena.fill([](int64_t, int64_t c) { return (c / 16) % 2 == 0 ? 0.1 * (c % 16) : -7.0; });
     onorm_rows x{arena.dev(), ONORM_F32, 3, 16, 32};
     onorm_rows y{arena.dev_f32() + 16, ONORM_F32, 3, 16, 32};
+    // Softmax backward: dy's rows interleaved too (dy rows at 8, 40, 72: the inputs may overlap).
+    const onorm_rows dy{arena.dev_f32() + 8, ONORM_F32, 3, 8, 32};
+    if (op_inputs(op) > 1) x.cols = y.cols = 8;
     OpArgs a;
+    a.dy = &dy;
     a.gamma = arena.dev_f32();  // gamma (an input) inside x is fine
     a.beta = arena.dev_f32();   // and gamma == beta
     EXPECT_EQ(run_op(ctx, op, x, y, a), ONORM_OK) << onorm_last_error();
     ASSERT_EQ(onorm_synchronize(ctx), ONORM_OK);
     // The reference from the host image as it was before the run.
-    const onorm_rows xh{arena.host(), ONORM_F32, 3, 16, 32};
-    const onorm_ref::Result ref = onorm_ref::compute(op, xh, has_gamma(op) ? arena.host() : nullptr,
+    const onorm_rows xh[2] = {{arena.host(), ONORM_F32, 3, x.cols, 32}, {static_cast<float*>(arena.host()) + 8, ONORM_F32, 3, 8, 32}};
+    const onorm_ref::Result ref = onorm_ref::compute(op, xh, op_inputs(op), has_gamma(op) ? arena.host() : nullptr,
                                                      has_beta(op) ? arena.host() : nullptr, a.eps);
     arena.download();
-    const onorm_rows yh{static_cast<float*>(arena.host()) + 16, ONORM_F32, 3, 16, 32};
+    const onorm_rows yh{static_cast<float*>(arena.host()) + 16, ONORM_F32, 3, y.cols, 32};
     const onorm_ref::Report rep = onorm_ref::check(op, ref, yh, has_gamma(op) ? arena.host() : nullptr, ONORM_F32, nullptr, nullptr);
     EXPECT_TRUE(rep.ok()) << rep.describe();
     // x's rows are untouched.
     for (int64_t r = 0; r < 3; ++r)
-      for (int64_t c = 0; c < 16; ++c) EXPECT_EQ(arena.get(0, r * 32 + c), static_cast<double>(static_cast<float>(0.1 * c)));
+      for (int64_t c = 0; c < x.cols; ++c) EXPECT_EQ(arena.get(0, r * 32 + c), static_cast<double>(static_cast<float>(0.1 * c)));
   }
 }
 

@@ -4,7 +4,8 @@
 // batches of 2, 3, 7 and 64 rows, on every backend, for every op and input dtype, at widths in
 // every regime: vector tails, one and several CPU chunks (4096), the CPU split threshold
 // (16384 columns, taken when rows < threads: a row alone splits, the same row in a batch does
-// not) and a row beyond 2^20 columns (past the softmax scratch row). The CPU runs at 2 and 4
+// not) and a row beyond 2^20 columns (past the softmax scratch row). Softmax backward's y and
+// dy rows both lie at the probe's alignment. The CPU runs at 2 and 4
 // OpenMP threads, so batches of 1..3 rows are split at 4 and not at 2.
 #include <omp.h>
 
@@ -38,25 +39,36 @@ struct RowOut {
 // Runs op over a batch whose rows in `probe_rows` hold the probe values (the others random),
 // with row `align_row` placed at the solo row's alignment; returns the outputs of every row
 // that holds the probe and lies at that alignment.
+// Two-input ops (softmax backward) read probe_dy as the probe row's dy, at the same alignment.
 std::vector<std::pair<int64_t, RowOut>> run_batch(onorm_context ctx, Op op, onorm_dtype in, onorm_dtype out,
-                                                  int64_t rows, const std::vector<double>& probe, int64_t align_row,
+                                                  int64_t rows, const std::vector<double>& probe,
+                                                  const std::vector<double>& probe_dy, int64_t align_row,
                                                   uintptr_t x_mod, uintptr_t y_mod, std::mt19937_64& rng) {
   const int64_t cols = static_cast<int64_t>(probe.size());
   Tensor x = placed(ctx, in, rows, cols, align_row, x_mod), y = placed(ctx, out, rows, cols, align_row, y_mod);
+  Tensor dy;
+  if (op_inputs(op) > 1) dy = placed(ctx, in, rows, cols, align_row, x_mod);
   Tensor mean(ctx, ONORM_F32, 1, rows), rstd(ctx, ONORM_F32, 1, rows);
   auto same_class = [&](int64_t r, const Tensor& t) {
     return mod16(static_cast<const char*>(t.dev()) + t.index(r, 0) * esize(t.dtype())) ==
            mod16(static_cast<const char*>(t.dev()) + t.index(align_row, 0) * esize(t.dtype()));
   };
   std::vector<bool> is_probe(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) is_probe[static_cast<size_t>(r)] = same_class(r, x) && same_class(r, y);
+  for (int64_t r = 0; r < rows; ++r)
+    is_probe[static_cast<size_t>(r)] = same_class(r, x) && same_class(r, y) && (!dy.ok() || same_class(r, dy));
   std::uniform_real_distribution<double> u(-3, 3);
   std::vector<double> center(static_cast<size_t>(rows));
   for (double& c : center) c = u(rng);
   x.fill([&](int64_t r, int64_t c) {
     return is_probe[static_cast<size_t>(r)] ? probe[static_cast<size_t>(c)] : cheap_normal(rng, center[static_cast<size_t>(r)], 2.0);
   });
+  const onorm_rows dyr = dy.ok() ? dy.dev_rows() : onorm_rows{};
+  if (dy.ok())
+    dy.fill([&](int64_t r, int64_t c) {
+      return is_probe[static_cast<size_t>(r)] ? probe_dy[static_cast<size_t>(c)] : cheap_normal(rng, 0.0, 1.0);
+    });
   OpArgs a;
+  a.dy = dy.ok() ? &dyr : nullptr;
   a.mean = has_mean(op) ? mean.dev_f32() : nullptr;
   a.rstd = has_rstd(op) ? rstd.dev_f32() : nullptr;
   std::vector<std::pair<int64_t, RowOut>> res;
@@ -99,18 +111,25 @@ TEST_P(BatchInvariance, RowAloneEqualsRowInBatches) {
       for (double& v : probe) v = cheap_normal(rng, d.center, d.scale);
       probe[0] += 40 * d.scale;
       probe[static_cast<size_t>((cols - 1) / 4096 * 4096)] -= 30 * d.scale;
+      // Softmax backward: the probe is dy; y holds probabilities with the same outliers' places.
+      std::vector<double> probe_dy;
+      if (op_inputs(op) > 1) {
+        probe_dy = probe;
+        for (double& v : probe) v = std::exp(cheap_normal(rng, 0.0, 1.0)) / static_cast<double>(cols);
+        probe[0] = 0.5;
+      }
       // Fewer and smaller batches as rows grow (runtime); 3 rows split at 4 threads, 7 do not.
       const std::vector<int64_t> batches =
           cols > 70000 ? std::vector<int64_t>{2, 3} : cols > 1100 ? std::vector<int64_t>{3, 7} : std::vector<int64_t>{2, 3, 7, 64};
       for (onorm_dtype out : outs) {
         if (cols > 4097 && out != outs.front()) continue;
         SCOPED_TRACE(describe(backend, op, in, out, 1, cols) + " at " + std::to_string(threads) + " threads");
-        const auto solo = run_batch(ctx, op, in, out, 1, probe, 0, 0, 0, rng);
+        const auto solo = run_batch(ctx, op, in, out, 1, probe, probe_dy, 0, 0, 0, rng);
         if (solo.size() != 1) return;
         const RowOut& want = solo[0].second;
         for (int64_t b : batches)
           for (int64_t align_row : {int64_t{0}, b - 1}) {
-            for (const auto& [r, got] : run_batch(ctx, op, in, out, b, probe, align_row, 0, 0, rng)) {
+            for (const auto& [r, got] : run_batch(ctx, op, in, out, b, probe, probe_dy, align_row, 0, 0, rng)) {
               EXPECT_TRUE(got.y == want.y) << "y of row " << r << " in a batch of " << b << " differs from the row alone";
               if (has_mean(op)) {
                 EXPECT_EQ(got.mean, want.mean) << "mean bits, row " << r << " of " << b;

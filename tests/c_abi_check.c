@@ -49,3 +49,21 @@ int onorm_c_out_of_range_enums(void) {
   onorm_destroy(ctx);
   return bad;
 }
+
+/* Softmax backward from C: y = (0.25, 0.75), dy = (1, 3) give dx = (-0.375, 0.375), here written
+   over dy (an exact alias); a dy dtype no enumerator has is INVALID_ARGUMENT, nothing written. */
+int onorm_c_softmax_backward_check(void) {
+  int bad = 0;
+  onorm_context ctx = NULL;
+  if (onorm_create(ONORM_BACKEND_CPU, 0, &ctx) != ONORM_OK) return 1;
+  float y[2] = {0.25f, 0.75f}, dy[2] = {1.0f, 3.0f};
+  onorm_rows yr = {y, ONORM_F32, 1, 2, 2};
+  onorm_rows dyr = {dy, (onorm_dtype)-1, 1, 2, 2};
+  if (onorm_softmax_backward(ctx, &yr, &dyr, &dyr) != ONORM_ERROR_INVALID_ARGUMENT) bad |= 2;
+  if (dy[0] != 1.0f || dy[1] != 3.0f) bad |= 4;
+  dyr.dtype = ONORM_F32;
+  if (onorm_softmax_backward(ctx, &yr, &dyr, &dyr) != ONORM_OK) bad |= 8;
+  if (dy[0] != -0.375f || dy[1] != 0.375f) bad |= 16;
+  onorm_destroy(ctx);
+  return bad;
+}

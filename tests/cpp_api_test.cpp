@@ -10,6 +10,7 @@
 
 extern "C" int onorm_c_abi_check(void);
 extern "C" int onorm_c_out_of_range_enums(void);
+extern "C" int onorm_c_softmax_backward_check(void);
 
 namespace onorm_test {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 TEST(CApi, HeaderCompilesAsCAndRuns) { EXPECT_EQ(onorm_c_abi_check(), 0); }
 // dtype -1 / 1000, backend 7 / -1, copy kind 9 from a C caller: INVALID_ARGUMENT, nothing written.
 TEST(CApi, OutOfRangeEnumValuesFromC) { EXPECT_EQ(onorm_c_out_of_range_enums(), 0); }
+TEST(CApi, SoftmaxBackwardFromC) { EXPECT_EQ(onorm_c_softmax_backward_check(), 0); }
 
 static_assert(onorm::dtype_of<float>::value == ONORM_F32, "");
 static_assert(onorm::dtype_of<double>::value == ONORM_F64, "");
@@ -159,12 +161,17 @@ TEST_P(CppApiOps, OpsThroughBuffers) {
   std::vector<onorm::bf16> hg(static_cast<size_t>(cols)), hb(static_cast<size_t>(cols));
   for (auto& v : hg) onorm_ref::encode(1 + 0.3 * nd(rng), &v.bits, ONORM_BF16, 0);
   for (auto& v : hb) onorm_ref::encode(nd(rng), &v.bits, ONORM_BF16, 0);
+  // Softmax backward's dy (f16: the three tensors' dtypes differ).
+  std::vector<onorm::f16> hdy(static_cast<size_t>(rows * cols));
+  for (auto& v : hdy) onorm_ref::encode(nd(rng), &v.bits, ONORM_F16, 0);
   onorm::Buffer<onorm::bf16> x(ctx, hx.size()), g(ctx, hg.size()), b(ctx, hb.size());
+  onorm::Buffer<onorm::f16> dy(ctx, hdy.size());
   onorm::Buffer<float> y(ctx, static_cast<size_t>(rows * cols)), mean(ctx, rows), rstd(ctx, rows);
   x.upload(hx);
   g.upload(hg);
   b.upload(hb);
-  const onorm_rows xh{hx.data(), ONORM_BF16, rows, cols, stride};
+  dy.upload(hdy);
+  const onorm_rows xh[2] = {{hx.data(), ONORM_BF16, rows, cols, stride}, {hdy.data(), ONORM_F16, rows, cols, cols}};
   for (Op op : all_ops()) {
     SCOPED_TRACE(onorm_ref::op_name(op));
     const onorm::Rows xr = x.rows(rows, cols, stride), yr = y.rows(rows, cols);
@@ -173,11 +180,12 @@ TEST_P(CppApiOps, OpsThroughBuffers) {
       case Op::log_softmax: ctx.log_softmax(xr, yr); break;
       case Op::layer_norm: ctx.layer_norm(xr, yr, g.data(), b.data(), 1e-5, mean.data(), rstd.data()); break;
       case Op::rms_norm: ctx.rms_norm(xr, yr, g.data(), 1e-5, rstd.data()); break;
+      case Op::softmax_backward: ctx.softmax_backward(xr, dy.rows(rows, cols), yr); break;
     }
     ctx.synchronize();
     const std::vector<float> hy = y.download(), hm = mean.download(), hr = rstd.download();
     const bool norm = op == Op::layer_norm || op == Op::rms_norm;
-    const onorm_ref::Result ref = onorm_ref::compute(op, xh, norm ? hg.data() : nullptr,
+    const onorm_ref::Result ref = onorm_ref::compute(op, xh, op_inputs(op), norm ? hg.data() : nullptr,
                                                      op == Op::layer_norm ? hb.data() : nullptr, 1e-5);
     const onorm_rows yh{const_cast<float*>(hy.data()), ONORM_F32, rows, cols, cols};
     const onorm_ref::Report rep = onorm_ref::check(op, ref, yh, norm ? hg.data() : nullptr, ONORM_BF16,

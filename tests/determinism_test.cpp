@@ -21,6 +21,8 @@ const Shape kShapes[] = {
     {Op::layer_norm, ONORM_F16, ONORM_F32, 9, 3001},     {Op::rms_norm, ONORM_BF16, ONORM_F16, 33, 257},
     {Op::softmax, ONORM_BF16, ONORM_F32, 2, 1 << 18},    {Op::layer_norm, ONORM_F32, ONORM_BF16, 1, (1 << 20) + 3},
     {Op::rms_norm, ONORM_F32, ONORM_F32, 1, (1 << 19) + 1}, {Op::log_softmax, ONORM_F16, ONORM_F32, 24, 12345},
+    {Op::softmax_backward, ONORM_F32, ONORM_F32, 17, 1000}, {Op::softmax_backward, ONORM_BF16, ONORM_F16, 1, (1 << 20) + 3},
+    {Op::softmax_backward, ONORM_F16, ONORM_BF16, 5, 70001},
 };
 
 // Runs the shape with fixed inputs (a seed per shape) and returns the output images.

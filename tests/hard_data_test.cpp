@@ -87,7 +87,7 @@ class HardData : public ::testing::TestWithParam<Param> {
   // Runs op on rows x cols made by gen into every output dtype, with mean and rstd, and checks
   // y, mean and rstd. Returns false after the first failure (one clear message per test).
   bool sweep(onorm_context ctx, Op op, int64_t rows, int64_t cols, const Generator& gen, std::mt19937_64& rng,
-             double eps = 1e-5, bool gamma = false, bool f16_out = true) {
+             double eps = 1e-5, bool gamma = false, bool f16_out = true, const Generator& gen_dy = nullptr) {
     for (onorm_dtype out : outputs(backend())) {
       if (out == ONORM_F16 && !f16_out) continue;
       // Big cases into f32 only: the output conversions are covered by the small ones.
@@ -97,7 +97,7 @@ class HardData : public ::testing::TestWithParam<Param> {
       L.gamma = L.beta = gamma;
       L.eps = eps;
       CaseOutput co;
-      const ::testing::AssertionResult r = run_checked(ctx, op, in(), out, rows, cols, L, rng, gen, &co);
+      const ::testing::AssertionResult r = run_checked(ctx, op, in(), out, rows, cols, L, rng, gen, &co, gen_dy);
       EXPECT_TRUE(r);
       if (!r) return false;
       const ::testing::AssertionResult s = stats_within_contract(op, co);
@@ -139,6 +139,48 @@ TEST_P(HardData, LayerNormOutliersAtBoundaries) { outliers(Op::layer_norm); }
 TEST_P(HardData, RmsNormOutliersAtBoundaries) { outliers(Op::rms_norm); }
 TEST_P(HardData, SoftmaxOutliersAtBoundaries) { outliers(Op::softmax); }
 TEST_P(HardData, LogSoftmaxOutliersAtBoundaries) { outliers(Op::log_softmax); }
+
+std::vector<double> offsets(onorm_dtype dt);
+
+// Softmax backward: per row, y holds probabilities with a peak of 0.5 at one boundary column
+// and dy an outlier (100, 300 or 1e4) at a boundary column (the same one, or the next); dy at
+// offsets 1e3..1e6 + N(0,1) in further rows (dy_j - sum_k y_k dy_k cancels). Rows of 16384
+// columns and more also alone (the CPU split path).
+TEST_P(HardData, SoftmaxBackwardOutliersAtBoundaries) {
+  ONORM_OPEN_WHERE_OR_SKIP(ctx, std::get<0>(GetParam()));
+  ONORM_SEEDED_RNG(rng);
+  const double sizes[] = {100.0, 300.0, 1e4};
+  const std::vector<double> off = offsets(in());
+  for (int64_t cols : widths()) {
+    const std::vector<int64_t> at = boundary_columns(cols);
+    struct RowKind {
+      int64_t peak, outlier_col;
+      double outlier, offset;
+    };
+    std::vector<RowKind> kinds;
+    for (size_t k = 0; k < at.size(); ++k) {
+      kinds.push_back({at[k], at[k], sizes[k % 3], 0.0});
+      kinds.push_back({at[k], at[(k + 1) % at.size()], sizes[(k + 1) % 3], 0.0});
+    }
+    for (double o : off) kinds.push_back({at.back(), -1, 0.0, o});
+    const double p = 1.0 / static_cast<double>(cols);
+    auto y = [&](int64_t r, int64_t c) {
+      return c == kinds[static_cast<size_t>(r)].peak ? 0.5 : p * std::exp(cheap_normal(rng, 0.0, 1.0)) * 0.5;
+    };
+    auto dy = [&](int64_t r, int64_t c) {
+      const RowKind& k = kinds[static_cast<size_t>(r)];
+      return c == k.outlier_col ? k.outlier : cheap_normal(rng, k.offset, 1.0);
+    };
+    if (!sweep(ctx, Op::softmax_backward, static_cast<int64_t>(kinds.size()), cols, y, rng, 1e-5, false, true, dy))
+      return;
+    if (cols >= 16384)
+      for (size_t r : {size_t{0}, kinds.size() - 1}) {
+        auto y1 = [&](int64_t, int64_t c) { return y(static_cast<int64_t>(r), c); };
+        auto dy1 = [&](int64_t, int64_t c) { return dy(static_cast<int64_t>(r), c); };
+        if (!sweep(ctx, Op::softmax_backward, 1, cols, y1, rng, 1e-5, false, true, dy1)) return;
+      }
+  }
+}
 
 // Large offsets: offset + N(0,1), one offset per row (f16 tops out at 65504; bf16 rounds the
 // noise away at 1e6, which leaves a constant row: still a case). No E[x^2] - E[x]^2.

@@ -37,18 +37,19 @@ TEST(Harness, PoisonGuardsAndPaddingAreChecked) {
 
 TEST(Harness, ReferenceCheckCatchesSmallErrors) {
   const int64_t rows = 2, cols = 100;
-  std::vector<float> x(rows * cols), y(rows * cols);
+  std::vector<float> x(rows * cols), dy(rows * cols), y(rows * cols);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3);
-  const onorm_rows xr{x.data(), ONORM_F32, rows, cols, cols};
+  for (size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(std::cos(0.11 * static_cast<double>(i)) * 2);
+  const onorm_rows xr[2] = {{x.data(), ONORM_F32, rows, cols, cols}, {dy.data(), ONORM_F32, rows, cols, cols}};
   for (Op op : all_ops()) {
-    const onorm_ref::Result ref = onorm_ref::compute(op, xr, nullptr, nullptr, 1e-5);
+    const onorm_ref::Result ref = onorm_ref::compute(op, xr, op_inputs(op), nullptr, nullptr, 1e-5);
     for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(ref.y[i]);
     const onorm_rows yr{y.data(), ONORM_F32, rows, cols, cols};
     EXPECT_TRUE(onorm_ref::check(op, ref, yr, nullptr, ONORM_F32, nullptr, nullptr).ok()) << onorm_ref::op_name(op);
     const float saved = y[57];
     const double want = ref.y[57];
     const double b = onorm_ref::bound(op, ONORM_F32, want, ref.mean.empty() ? 0 : ref.mean[0],
-                                      ref.rstd.empty() ? 0 : ref.rstd[0], 1.0);
+                                      ref.rstd.empty() ? 0 : ref.rstd[0], 1.0, ref.scale.empty() ? 0 : ref.scale[57]);
     y[57] = static_cast<float>(want + 2 * b);  // twice the bound off
     EXPECT_FALSE(onorm_ref::check(op, ref, yr, nullptr, ONORM_F32, nullptr, nullptr).ok()) << onorm_ref::op_name(op);
     y[57] = static_cast<float>(want + 0.5 * b);  // half the bound off: fine
@@ -60,6 +61,36 @@ TEST(Harness, ReferenceCheckCatchesSmallErrors) {
     y[57] = saved;
     y[58] = static_cast<float>(ref.y[58]);
   }
+}
+
+// The reference's softmax backward against values worked by hand: y = (0.25, 0.75),
+// dy = (1, 3): s = 2.5, dx = (-0.375, 0.375), bound scales (0.875, 4.125); a NaN in dy makes
+// its row NaN; a 16-bit dx equal to the reference rounded is accepted, one ulp more is not
+// (where the bound is below an ulp).
+TEST(Harness, ReferenceSoftmaxBackwardByHand) {
+  const float y[] = {0.25f, 0.75f, 0.5f, 0.5f}, dy[] = {1.0f, 3.0f, std::nanf(""), 2.0f};
+  const onorm_rows in[2] = {{const_cast<float*>(y), ONORM_F32, 2, 2, 2}, {const_cast<float*>(dy), ONORM_F32, 2, 2, 2}};
+  const onorm_ref::Result ref = onorm_ref::compute(Op::softmax_backward, in, 2, nullptr, nullptr, 0.0);
+  ASSERT_EQ(ref.y.size(), 4u);
+  EXPECT_EQ(ref.y[0], -0.375);
+  EXPECT_EQ(ref.y[1], 0.375);
+  EXPECT_TRUE(std::isnan(ref.y[2]) && std::isnan(ref.y[3]));
+  EXPECT_EQ(ref.scale[0], 0.875);
+  EXPECT_EQ(ref.scale[1], 4.125);
+  EXPECT_EQ(onorm_ref::bound(Op::softmax_backward, ONORM_F32, ref.y[0], 0, 0, 1, ref.scale[0]), 1e-5 * 0.875 + 1e-30);
+  EXPECT_THROW(onorm_ref::compute(Op::softmax_backward, in, 1, nullptr, nullptr, 0.0), std::invalid_argument);
+  EXPECT_THROW(onorm_ref::compute(Op::softmax_backward, in[0], nullptr, nullptr, 0.0), std::invalid_argument);
+
+  // 1/3-ish values whose bf16 rounding is off by more than the f32 bound: accepted as rounded.
+  const float y3[] = {1.0f / 3, 2.0f / 3}, dy3[] = {0.1f, 0.7f};
+  const onorm_rows in3[2] = {{const_cast<float*>(y3), ONORM_F32, 1, 2, 2}, {const_cast<float*>(dy3), ONORM_F32, 1, 2, 2}};
+  const onorm_ref::Result r3 = onorm_ref::compute(Op::softmax_backward, in3, 2, nullptr, nullptr, 0.0);
+  uint16_t dx[2];
+  for (int j = 0; j < 2; ++j) onorm_ref::encode(r3.y[j], dx, ONORM_BF16, j);
+  const onorm_rows dxr{dx, ONORM_BF16, 1, 2, 2};
+  EXPECT_TRUE(onorm_ref::check(Op::softmax_backward, r3, dxr, nullptr, ONORM_F32, nullptr, nullptr).ok());
+  dx[0] = static_cast<uint16_t>(dx[0] + 2);  // two bf16 ulps off: beyond the bound's one
+  EXPECT_FALSE(onorm_ref::check(Op::softmax_backward, r3, dxr, nullptr, ONORM_F32, nullptr, nullptr).ok());
 }
 
 }  // namespace

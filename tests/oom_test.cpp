@@ -152,8 +152,16 @@ TEST_P(Oom, ReturnsOutOfMemoryAndWritesNothing) {
   Tensor mean(ctx, ONORM_F32, 1, c.rows), rstd(ctx, ONORM_F32, 1, c.rows);
   ASSERT_TRUE(x.ok() && y.ok() && mean.ok() && rstd.ok());
   x.fill([&](int64_t, int64_t) { return cheap_normal(rng, 1.0, 2.0); });
+  Tensor dy;  // softmax backward's second input
+  if (op_inputs(c.op) > 1) {
+    dy = Tensor(ctx, ONORM_F32, c.rows, c.cols);
+    ASSERT_TRUE(dy.ok());
+    dy.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
+  }
+  const onorm_rows dyr = dy.ok() ? dy.dev_rows() : onorm_rows{};
   const std::vector<unsigned char> x0 = x.image(), y0 = y.image(), mean0 = mean.image(), rstd0 = rstd.image();
   OpArgs a;
+  a.dy = dy.ok() ? &dyr : nullptr;
   a.mean = has_mean(c.op) ? mean.dev_f32() : nullptr;
   a.rstd = has_rstd(c.op) ? rstd.dev_f32() : nullptr;
 
@@ -212,9 +220,11 @@ const Case kCases[] = {
     {Op::log_softmax, 4, int64_t{1} << 20, 2, "log_softmax_4x2p20"},
     {Op::layer_norm, 4, int64_t{1} << 20, 2, "layer_norm_4x2p20"},
     {Op::rms_norm, 4, int64_t{1} << 20, 2, "rms_norm_4x2p20"},
+    {Op::softmax_backward, 4, int64_t{1} << 20, 2, "softmax_backward_4x2p20"},
     // rows < threads, cols >= 16384: the split path (its scratch holds every row).
     {Op::softmax, 1, int64_t{1} << 20, 2, "split_softmax_1x2p20"},
     {Op::layer_norm, 1, int64_t{1} << 20, 2, "split_layer_norm_1x2p20"},
+    {Op::softmax_backward, 1, int64_t{1} << 20, 2, "split_softmax_backward_1x2p20"},
     {Op::softmax, 3, int64_t{1} << 18, 4, "split_softmax_3x2p18_4threads"},
     {Op::rms_norm, 3, 16384, 4, "split_rms_norm_3x16384_4threads"},
 };
@@ -234,14 +244,19 @@ INSTANTIATE_TEST_SUITE_P(Cpu, Oom, ::testing::Combine(::testing::ValuesIn(kCases
 TEST(Scratch, BoundedByThreadsNotByInput) {
   const int threads_before = omp_get_max_threads();
   for (const Case& c : {Case{Op::softmax, 3, int64_t{1} << 20, 4, "split"}, Case{Op::softmax, 64, int64_t{1} << 16, 2, "rows"},
-                        Case{Op::layer_norm, 3, int64_t{1} << 20, 4, "split_ln"}}) {
+                        Case{Op::layer_norm, 3, int64_t{1} << 20, 4, "split_ln"},
+                        Case{Op::softmax_backward, 3, int64_t{1} << 20, 4, "split_backward"}}) {
     SCOPED_TRACE(c.what);
     omp_set_num_threads(c.threads);
     ONORM_OPEN_OR_SKIP(ctx, ONORM_BACKEND_CPU);
     Tensor x(ctx, ONORM_F32, c.rows, c.cols), y(ctx, ONORM_F32, c.rows, c.cols);
     ASSERT_TRUE(x.ok() && y.ok());
     x.fill([](int64_t r, int64_t col) { return 0.001 * static_cast<double>((r * 7 + col) % 1000); });
+    Tensor dy(ctx, ONORM_F32, c.rows, c.cols);
+    dy.fill([](int64_t r, int64_t col) { return 0.01 * static_cast<double>((r * 3 + col) % 100); });
+    const onorm_rows dyr = dy.dev_rows();
     OpArgs a;
+    a.dy = &dyr;
     g_largest.store(0);
     g_counting.store(true);
     const onorm_status st = run_op(ctx, c.op, x.dev_rows(), y.dev_rows(), a);
@@ -249,7 +264,7 @@ TEST(Scratch, BoundedByThreadsNotByInput) {
     ASSERT_EQ(st, ONORM_OK) << onorm_last_error();
     const size_t input = static_cast<size_t>(c.rows * c.cols) * sizeof(float);
     // A row's exp values per thread (rows over threads) are allowed: 4 MiB at most.
-    EXPECT_LE(g_largest.load(), size_t{c.threads} * ((size_t{1} << 22) + 4096)) << "input " << input;
+    EXPECT_LE(g_largest.load(), static_cast<size_t>(c.threads) * ((size_t{1} << 22) + 4096)) << "input " << input;
     EXPECT_LT(g_largest.load(), input / 2) << "input " << input;
   }
   omp_set_num_threads(threads_before);

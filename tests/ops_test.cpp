@@ -1,7 +1,8 @@
 // Every op x input dtype x output dtype on every backend, over awkward widths, strides,
 // unaligned pointers, in-place runs, gamma/beta NULL and not, with the statistics outputs,
 // against the float64 reference and the contract's bounds. A dtype a backend may refuse
-// (F64 on a GPU) must be refused with UNSUPPORTED and nothing written.
+// (F64 on a GPU) must be refused with UNSUPPORTED and nothing written. Softmax backward's dy
+// takes every dtype too, independently of y and dx, and dx runs in place over y and over dy.
 #include <tuple>
 
 #include "common/op_case.hpp"
@@ -14,7 +15,7 @@ using Param = std::tuple<onorm_backend, Op, onorm_dtype, onorm_dtype>;
 class OpsTest : public ::testing::TestWithParam<Param> {};
 
 // Layout variants, cycled over widths so that each width sees several of them.
-std::vector<Layout> layouts(Op op, onorm_dtype in, onorm_dtype out) {
+std::vector<Layout> layouts(Op op, onorm_dtype in, onorm_dtype out, int dy = -1) {
   std::vector<Layout> v;
   Layout dense;  // stride == cols, aligned, no gamma/beta, no statistics
   v.push_back(dense);
@@ -47,7 +48,15 @@ std::vector<Layout> layouts(Op op, onorm_dtype in, onorm_dtype out) {
     inplace_dense.gamma = inplace_dense.beta = inplace_dense.mean = inplace_dense.rstd = true;
     v.push_back(inplace_dense);
   }
-  (void)op;
+  if (op_inputs(op) > 1 && dy >= 0 && esize(static_cast<onorm_dtype>(dy)) == esize(out)) {
+    Layout over_dy;  // dx == dy
+    over_dy.in_place = true;
+    over_dy.alias = 1;
+    over_dy.x_pad = 1;
+    over_dy.x_offset = 2;
+    v.push_back(over_dy);
+  }
+  for (Layout& l : v) l.dy_dtype = dy;
   return v;
 }
 
@@ -56,34 +65,54 @@ TEST_P(OpsTest, MatchesReference) {
   ONORM_OPEN_OR_SKIP(ctx, backend);
   ONORM_SEEDED_RNG(rng);
 
-  if (!contract_supports(backend, in) || !contract_supports(backend, out)) {
-    // The contract lets this backend refuse the dtype: it must say UNSUPPORTED and write nothing.
-    Tensor x(ctx, in, 2, 9), y(ctx, out, 2, 9);
+  // The contract lets this backend refuse a dtype: it must say UNSUPPORTED and write nothing.
+  auto expect_refused = [&](onorm_dtype dy_dt) {
+    Tensor x(ctx, in, 2, 9), dy(ctx, dy_dt, 2, 9), y(ctx, out, 2, 9);
     x.fill([](int64_t r, int64_t c) { return 0.5 * r - 0.25 * c; });
+    dy.fill([](int64_t r, int64_t c) { return 0.25 * r + 0.5 * c; });
     y.poison();
-    const std::vector<unsigned char> x_before = x.image(), y_before = y.image();
+    const std::vector<unsigned char> x_before = x.image(), dy_before = dy.image(), y_before = y.image();
+    const onorm_rows dyr = dy.dev_rows();
     OpArgs a;
+    a.dy = &dyr;
     EXPECT_EQ(run_op(ctx, op, x.dev_rows(), y.dev_rows(), a), ONORM_ERROR_UNSUPPORTED);
     EXPECT_STRNE(onorm_last_error(), "");
     onorm_synchronize(ctx);
     x.download();
+    dy.download();
     y.download();
     EXPECT_TRUE(x.same_image(x_before, "x"));
+    EXPECT_TRUE(dy.same_image(dy_before, "dy"));
     EXPECT_TRUE(y.same_image(y_before, "y"));
-    return;
-  }
+  };
+  if (!contract_supports(backend, in) || !contract_supports(backend, out)) return expect_refused(in);
 
   struct Width {
     int64_t cols, rows;
   };
   const Width widths[] = {{1, 7}, {3, 5}, {127, 4}, {1025, 3}, {65537, 2}};
-  const std::vector<Layout> ls = layouts(op, in, out);
-  for (const Width& w : widths) {
-    for (size_t li = 0; li < ls.size(); ++li) {
-      const Layout& L = ls[li];
-      if (w.cols > 10000 && li != 1 && li != 3) continue;  // long rows: padded/unaligned and in place only
-      EXPECT_TRUE(run_checked(ctx, op, in, out, w.rows, w.cols, L, rng));
-      if (HasFailure()) return;  // one clear failure, not hundreds
+  // Softmax backward: dy in every dtype at the short widths, one per width beyond.
+  std::vector<int> dys = {-1};
+  if (op_inputs(op) > 1) {
+    dys.clear();
+    for (onorm_dtype d : float_dtypes()) dys.push_back(d);
+  }
+  for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; ++wi) {
+    const Width& w = widths[wi];
+    for (size_t di = 0; di < dys.size(); ++di) {
+      if (w.cols > 200 && di != wi % dys.size()) continue;
+      if (dys[di] >= 0 && !contract_supports(backend, static_cast<onorm_dtype>(dys[di]))) {
+        expect_refused(static_cast<onorm_dtype>(dys[di]));
+        continue;
+      }
+      const std::vector<Layout> ls = layouts(op, in, out, dys[di]);
+      for (size_t li = 0; li < ls.size(); ++li) {
+        const Layout& L = ls[li];
+        // long rows: padded/unaligned and in place (over y, over dy) only
+        if (w.cols > 10000 && li != 1 && li != 3 && !(L.in_place && L.alias == 1)) continue;
+        EXPECT_TRUE(run_checked(ctx, op, in, out, w.rows, w.cols, L, rng));
+        if (HasFailure()) return;  // one clear failure, not hundreds
+      }
     }
   }
 }
@@ -144,14 +173,18 @@ TEST_P(LongRowTest, BeyondTwoToTheTwentyFour) {
     onorm_dtype dt;
   };
   const Case cases[] = {{Op::softmax, ONORM_F32}, {Op::layer_norm, ONORM_F32}, {Op::rms_norm, ONORM_BF16},
-                        {Op::log_softmax, ONORM_BF16}};
+                        {Op::log_softmax, ONORM_BF16}, {Op::softmax_backward, ONORM_F32}};
   for (const Case& c : cases) {
     Layout L;
     L.mean = L.rstd = true;
     // An offset mean makes a single running f32 sum drift visibly; values stay representable.
     const double center = c.op == Op::layer_norm ? 3.0 : 0.0;
-    EXPECT_TRUE(run_checked(ctx, c.op, c.dt, c.dt, 1, cols, L, rng,
-                            [&](int64_t, int64_t) { return cheap_normal(rng, center, 1.0); }));
+    // Softmax backward: y of probabilities (about 1 / cols each), dy N(0,1).
+    const Generator gen = c.op == Op::softmax_backward
+                              ? Generator([&](int64_t, int64_t) { return std::exp(cheap_normal(rng, 0.0, 1.0)) / cols; })
+                              : Generator([&](int64_t, int64_t) { return cheap_normal(rng, center, 1.0); });
+    EXPECT_TRUE(run_checked(ctx, c.op, c.dt, c.dt, 1, cols, L, rng, gen, nullptr,
+                            [&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); }));
   }
 }
 

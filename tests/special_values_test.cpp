@@ -20,7 +20,7 @@ const int64_t kWidths[] = {1, 5, 127, 4099, 70001};
 // Runs op over rows made by gen, checks against the reference (which encodes the contract's
 // special-value rules: NaN rows must be NaN, -inf must be exactly -inf, ...).
 void run(onorm_context ctx, Op op, onorm_dtype dt, int64_t rows, int64_t cols, const Generator& gen,
-         std::mt19937_64& rng, int out_dtype = -1) {
+         std::mt19937_64& rng, int out_dtype = -1, const Generator& gen_dy = nullptr) {
   // Default output: f32 (f64 for f64 input).
   const onorm_dtype out = out_dtype >= 0 ? static_cast<onorm_dtype>(out_dtype) : dt == ONORM_F64 ? ONORM_F64 : ONORM_F32;
   for (bool stats : {false, true}) {
@@ -28,7 +28,7 @@ void run(onorm_context ctx, Op op, onorm_dtype dt, int64_t rows, int64_t cols, c
     Layout L;
     L.gamma = L.beta = L.mean = L.rstd = stats;
     L.y_pad = stats ? 3 : 0;
-    EXPECT_TRUE(run_checked(ctx, op, dt, out, rows, cols, L, rng, gen));
+    EXPECT_TRUE(run_checked(ctx, op, dt, out, rows, cols, L, rng, gen, nullptr, gen_dy));
   }
 }
 
@@ -37,7 +37,10 @@ void expect_unsupported(onorm_context ctx, onorm_dtype dt) {
   Tensor x(ctx, dt, 2, 5), y(ctx, dt, 2, 5);
   x.fill([](int64_t r, int64_t c) { return r == 0 ? -kInf : c == 2 ? kNaN : 1.0; });
   const std::vector<unsigned char> xb = x.image(), yb = y.image();
-  for (Op op : all_ops()) EXPECT_EQ(run_op(ctx, op, x.dev_rows(), y.dev_rows(), OpArgs{}), ONORM_ERROR_UNSUPPORTED);
+  const onorm_rows dy = x.dev_rows();  // softmax backward: x is both y and dy
+  OpArgs a;
+  a.dy = &dy;
+  for (Op op : all_ops()) EXPECT_EQ(run_op(ctx, op, x.dev_rows(), y.dev_rows(), a), ONORM_ERROR_UNSUPPORTED);
   onorm_synchronize(ctx);
   x.download();
   y.download();
@@ -178,6 +181,40 @@ TEST_P(SpecialValues, ConstantRows) {
   for (int64_t cols : kWidths) {
     auto gen = [&](int64_t r, int64_t) { return r == 0 ? 0.0 : r == 1 ? 3.0 : -1.5; };
     for (Op op : all_ops()) run(ctx, op, dt, 3, cols, gen, rng);
+    if (HasFailure()) return;
+  }
+}
+
+// Softmax backward: a NaN in y or in dy (first, last, middle column) makes the row of dx NaN;
+// the clean rows beside them are unaffected. Also all-zero y (dx exactly 0), y with exact
+// zeros among probabilities, and a one-hot y (dx 0 wherever y is 0).
+TEST_P(SpecialValues, SoftmaxBackwardNaNInYOrDy) {
+  const auto [backend, dt] = GetParam();
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  if (!contract_supports(backend, dt)) return expect_unsupported(ctx, dt);
+  ONORM_SEEDED_RNG(rng);
+  std::uniform_real_distribution<double> prob(0, 2);
+  std::normal_distribution<double> nd(0, 2);
+  for (int64_t cols : kWidths) {
+    const double p = 1.0 / static_cast<double>(cols);
+    // Rows: 0 NaN first in y; 1 clean; 2 NaN last in dy; 3 NaN in the middle of y; 4 NaN in dy
+    // and -inf in y; 5 all-zero y; 6 one-hot y; 7 probabilities with exact zeros.
+    auto y = [&](int64_t r, int64_t c) {
+      if (r == 0 && c == 0) return kNaN;
+      if (r == 3 && c == cols / 2) return kNaN;
+      if (r == 4) return -kInf;
+      if (r == 5) return 0.0;
+      if (r == 6) return c == cols / 3 ? 1.0 : 0.0;
+      if (r == 7 && c % 3 == 1) return 0.0;
+      return p * prob(rng);
+    };
+    auto dy = [&](int64_t r, int64_t c) {
+      if (r == 2 && c == cols - 1) return kNaN;
+      if (r == 4 && c == cols / 3) return kNaN;
+      return nd(rng);
+    };
+    run(ctx, Op::softmax_backward, dt, 8, cols, y, rng, -1, dy);
+    run(ctx, Op::softmax_backward, dt, 8, cols, y, rng, dt, dy);  // dx in the input dtype too
     if (HasFailure()) return;
   }
 }

@@ -13,7 +13,7 @@ void worker(onorm_context ctx, int id, uint64_t seed, int iterations, std::atomi
   std::mt19937_64 rng(seed + static_cast<uint64_t>(id) * 7919);
   const onorm_dtype dts[] = {ONORM_F32, ONORM_F16, ONORM_BF16};
   for (int i = 0; i < iterations; ++i) {
-    const Op op = all_ops()[static_cast<size_t>(id + i) % 4];
+    const Op op = all_ops()[static_cast<size_t>(id + i) % all_ops().size()];
     const onorm_dtype in = dts[static_cast<size_t>(i) % 3], out = dts[static_cast<size_t>(id + 2 * i) % 3];
     const int64_t rows = 1 + static_cast<int64_t>(rng() % 9);
     const int64_t cols = 1 + static_cast<int64_t>(rng() % (i % 5 == 4 ? 70000 : 3000));

@@ -225,13 +225,18 @@ void encode_floats(const float* src, size_t n, onorm_dtype dtype, unsigned char*
   }
 }
 
-void generate_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel) {
+namespace {
+
+void generate_rows(const Problem& p, std::vector<unsigned char>& x, Dist dist, uint64_t seed,
+                   const volatile sig_atomic_t* cancel) {
   std::vector<float> row(static_cast<size_t>(p.cols));
   Rng rng{seed * 0x2545f4914f6cdd1dull + 1};
   const float inf = std::numeric_limits<float>::infinity();
   const bool softmax_like = p.op == Op::softmax || p.op == Op::log_softmax;
+  // Softmax backward sums y * dy in float: huge values stay where their products cannot overflow.
+  const float huge = p.op == Op::softmax_backward ? 1e9f : 1e18f;
   const size_t row_bytes = static_cast<size_t>(p.cols) * dtype_size(p.in);
-  p.x.resize(p.x_bytes());
+  x.resize(p.x_bytes());
   for (int64_t r = 0; r < p.rows; ++r) {
     const int kind = dist == Dist::special ? static_cast<int>(r % 8) : -1;
     for (int64_t c = 0; c < p.cols; ++c) {
@@ -246,7 +251,7 @@ void generate_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_ato
           switch (kind) {
             case 0: x = -inf; break;                                    // a fully masked row
             case 3: {                                                   // huge magnitudes
-              const float big = softmax_like ? max_finite(p.in) : std::min(max_finite(p.in), 1e18f);
+              const float big = softmax_like ? max_finite(p.in) : std::min(max_finite(p.in), huge);
               x = static_cast<float>(big * (0.5 + 0.5 * rng.uniform()));
               if (!softmax_like && (c & 1)) x = -x;
               break;
@@ -262,8 +267,19 @@ void generate_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_ato
     }
     if (kind == 1) row[static_cast<size_t>((r * 7) % p.cols)] = std::numeric_limits<float>::quiet_NaN();
     if (kind == 2) row[static_cast<size_t>((r * 5) % p.cols)] = inf;
-    encode_floats(row.data(), row.size(), p.in, p.x.data() + static_cast<size_t>(r) * row_bytes);
+    encode_floats(row.data(), row.size(), p.in, x.data() + static_cast<size_t>(r) * row_bytes);
   }
+}
+
+}  // namespace
+
+void generate_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel) {
+  generate_rows(p, p.x, dist, seed, cancel);
+}
+
+void generate_second_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel) {
+  p.dy.clear();
+  if (p.inputs() > 1) generate_rows(p, p.dy, dist, seed ^ 0x5bd1e9955bd1e995ull, cancel);
 }
 
 void generate_params(Problem& p, uint64_t seed) {
@@ -332,6 +348,10 @@ DeviceRun::DeviceRun(const BackendSpec& spec, const Problem& p, int64_t stats_ro
     x_ = alloc(p.x_bytes());
     y_ = alloc(p.y_bytes());
     upload(x_, p.x.data(), p.x_bytes());
+    if (!p.dy.empty()) {
+      dy_ = alloc(p.dy.size());
+      upload(dy_, p.dy.data(), p.dy.size());
+    }
     if (!p.gamma.empty()) {
       gamma_ = alloc(p.gamma.size());
       upload(gamma_, p.gamma.data(), p.gamma.size());
@@ -352,9 +372,9 @@ DeviceRun::~DeviceRun() { release(); }
 
 void DeviceRun::release() {
   if (!ctx_) return;
-  for (void* ptr : {x_, y_, gamma_, beta_, static_cast<void*>(mean_), static_cast<void*>(rstd_)})
+  for (void* ptr : {x_, dy_, y_, gamma_, beta_, static_cast<void*>(mean_), static_cast<void*>(rstd_)})
     if (ptr) onorm_free(ctx_, ptr);
-  x_ = y_ = gamma_ = beta_ = nullptr;
+  x_ = dy_ = y_ = gamma_ = beta_ = nullptr;
   mean_ = rstd_ = nullptr;
   onorm_destroy(ctx_);
   ctx_ = nullptr;
@@ -375,7 +395,8 @@ void DeviceRun::reshape(Op op, int64_t rows, int64_t cols) {
   const bool needs_params = op == Op::layer_norm || op == Op::rms_norm;
   const int64_t param_cols = static_cast<int64_t>(p_.gamma.size() / dtype_size(p_.in));
   if (rows * cols > capacity_ || (needs_params && (cols > param_cols || rows > stats_capacity_)) ||
-      (needs_params && !p_.has_gamma()) || (op == Op::layer_norm && p_.op != Op::layer_norm))
+      (needs_params && !p_.has_gamma()) || (op == Op::layer_norm && p_.op != Op::layer_norm) ||
+      (onorm_ref::op_inputs(op) > 1 && !dy_))
     throw ToolError("internal: reshape beyond the buffers allocated");
   op_ = op;
   rows_ = rows;
@@ -390,6 +411,10 @@ onorm_status DeviceRun::call() {
     case Op::log_softmax: return onorm_log_softmax(ctx_, &x, &y);
     case Op::layer_norm: return onorm_layer_norm(ctx_, &x, gamma_, beta_, p_.eps, &y, mean_, rstd_);
     case Op::rms_norm: return onorm_rms_norm(ctx_, &x, gamma_, p_.eps, &y, rstd_);
+    case Op::softmax_backward: {
+      const onorm_rows dy{dy_, p_.in, rows_, cols_, cols_};
+      return onorm_softmax_backward(ctx_, &x, &dy, &y);
+    }
   }
   return ONORM_ERROR_INTERNAL;
 }
@@ -424,151 +449,6 @@ void DeviceRun::fetch(std::vector<unsigned char>& y, std::vector<float>& mean, s
     rstd.resize(static_cast<size_t>(rows_));
     down(rstd.data(), rstd_, rstd.size() * 4);
   }
-}
-
-// ---------------------------------------------------------------- checking
-
-
-// ---------------------------------------------------------------- JSON
-
-std::string json_escape(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      case '\r': o += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          o += buf;
-        } else {
-          o += static_cast<char>(c);
-        }
-    }
-  }
-  return o + "\"";
-}
-
-void Json::sep() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (!first_.empty()) {
-    if (!first_.back()) s_ += ",";
-    first_.back() = false;
-    s_ += "\n" + std::string(2 * first_.size(), ' ');
-  }
-}
-Json& Json::begin_object() { sep(); s_ += "{"; first_.push_back(true); return *this; }
-Json& Json::begin_array() { sep(); s_ += "["; first_.push_back(true); return *this; }
-Json& Json::end_object() {
-  const bool empty = first_.back();
-  first_.pop_back();
-  if (!empty) s_ += "\n" + std::string(2 * first_.size(), ' ');
-  s_ += "}";
-  if (first_.empty()) s_ += "\n";
-  return *this;
-}
-Json& Json::end_array() {
-  const bool empty = first_.back();
-  first_.pop_back();
-  if (!empty) s_ += "\n" + std::string(2 * first_.size(), ' ');
-  s_ += "]";
-  return *this;
-}
-Json& Json::key(const std::string& k) {
-  sep();
-  s_ += json_escape(k) + ": ";
-  after_key_ = true;
-  return *this;
-}
-Json& Json::value(const std::string& v) { sep(); s_ += json_escape(v); return *this; }
-Json& Json::value(double d) {
-  sep();
-  if (!std::isfinite(d)) {
-    s_ += "null";
-  } else {
-    // The shortest text that reads back as d (%.9g dropped digits of large counts).
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.15g", d);
-    if (std::strtod(buf, nullptr) != d) std::snprintf(buf, sizeof buf, "%.17g", d);
-    s_ += buf;
-  }
-  return *this;
-}
-Json& Json::value(int64_t i) { sep(); s_ += std::to_string(i); return *this; }
-Json& Json::value(bool b) { sep(); s_ += b ? "true" : "false"; return *this; }
-Json& Json::null() { sep(); s_ += "null"; return *this; }
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw ToolError(path + ": cannot create (" + std::strerror(errno) + ")");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) throw ToolError(path + ": write failed");
-}
-
-OutputFile::OutputFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd_ >= 0) {
-    created_ = true;
-  } else if (errno == EEXIST) {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // not truncated until write()
-  }
-  if (fd_ < 0) throw ToolError(path + ": cannot write (" + std::strerror(errno) + ")");
-}
-
-OutputFile::~OutputFile() {
-  if (fd_ >= 0) ::close(fd_);
-  if (created_ && !written_) ::unlink(path_.c_str());
-}
-
-void OutputFile::write(const std::string& text) {
-  if (::ftruncate(fd_, 0) != 0 && errno != EINVAL)  // EINVAL: not a regular file (a pipe, /dev/stdout)
-    throw ToolError(path_ + ": cannot truncate (" + std::strerror(errno) + ")");
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::pwrite(fd_, text.data() + done, text.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == ESPIPE) {  // not seekable: plain writes
-      const ssize_t m = ::write(fd_, text.data() + done, text.size() - done);
-      if (m < 0 && errno == EINTR) continue;
-      if (m <= 0) throw ToolError(path_ + ": write failed (" + std::strerror(errno) + ")");
-      done += static_cast<size_t>(m);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw ToolError(path_ + ": write failed (" + std::strerror(errno) + ")");
-    done += static_cast<size_t>(n);
-  }
-  written_ = true;
-}
-
-std::string fmt_sci(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (v == 0) return "0";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2e", v);
-  return buf;
-}
-
-std::string fmt_sig(double v, int digits) {
-  if (!std::isfinite(v)) return fmt_sci(v);
-  char buf[64];
-  if (std::fabs(v) >= std::pow(10.0, digits)) std::snprintf(buf, sizeof buf, "%.0f", v);
-  else std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
-}
-
-std::string fmt_fixed(double v, int digits) {
-  if (!std::isfinite(v)) return fmt_sci(v);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
 }
 
 }  // namespace onorm_tool

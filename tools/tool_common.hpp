@@ -1,5 +1,5 @@
-// Shared pieces of the onorm tool: names, argument parsing, input generation, running one
-// operator on one backend with timing, and a small JSON writer.
+// Shared pieces of the onorm tool: names, argument parsing, input generation, and running one
+// operator on one backend with timing. Tables, JSON and output files: output.hpp.
 #pragma once
 
 #include <csignal>
@@ -72,18 +72,21 @@ struct Problem {
   onorm_dtype in = ONORM_F32, out = ONORM_F32;
   double eps = 1e-5;
   std::vector<unsigned char> x;            // rows * cols elements of `in`, dense
+  std::vector<unsigned char> dy;           // the second input of two-input ops (softmax backward), like x
   std::vector<unsigned char> gamma, beta;  // cols elements of `in` (norms only; empty otherwise)
+  int inputs() const { return onorm_ref::op_inputs(op); }
   size_t x_bytes() const { return static_cast<size_t>(rows * cols) * dtype_size(in); }
   size_t y_bytes() const { return static_cast<size_t>(rows * cols) * dtype_size(out); }
-  // Bytes one run moves for the bandwidth figure: x read once and y written once.
-  double moved_bytes() const { return static_cast<double>(x_bytes() + y_bytes()); }
+  // Bytes one run moves for the bandwidth figure: each input read once and y written once.
+  double moved_bytes() const { return static_cast<double>(inputs() * x_bytes() + y_bytes()); }
   bool has_gamma() const { return op == Op::layer_norm || op == Op::rms_norm; }
 };
 
-// Fills p.x (rows, cols, in set) from dist and seed, and gamma/beta for the norms. Works a row
-// at a time (no float copy of the whole input); when *cancel becomes non-zero it stops and
-// throws Interrupted.
+// Fills p.x (rows, cols, in set) from dist and seed. Works a row at a time (no float copy of
+// the whole input); when *cancel becomes non-zero it stops and throws Interrupted.
 void generate_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel = nullptr);
+// Fills p.dy for two-input ops (nothing otherwise) like x, from another stream of the seed.
+void generate_second_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel = nullptr);
 void generate_params(Problem& p, uint64_t seed);
 // Encodes float values into a buffer of dtype (round to nearest even).
 void encode_floats(const float* src, size_t n, onorm_dtype dtype, unsigned char* dst);
@@ -114,7 +117,7 @@ class DeviceRun {
   void run_once();              // call + synchronize, throws ToolError with the library's message
   Timing time(int samples);     // warm-up once, then timed samples
   // Views the same buffers as another shape (bench): rows*cols within p's, a norm's cols
-  // within p's gamma, the op's parameters allocated.
+  // within p's gamma, the op's parameters (and a second input) allocated.
   void reshape(Op op, int64_t rows, int64_t cols);
   // Copies of device buffers: y (current shape) and the statistics the op writes.
   void fetch(std::vector<unsigned char>& y, std::vector<float>& mean, std::vector<float>& rstd);
@@ -128,59 +131,10 @@ class DeviceRun {
   Op op_;
   int64_t rows_, cols_, capacity_ = 0, stats_capacity_ = 0;
   onorm_context ctx_ = nullptr;
-  void *x_ = nullptr, *y_ = nullptr, *gamma_ = nullptr, *beta_ = nullptr;
+  void *x_ = nullptr, *dy_ = nullptr, *y_ = nullptr, *gamma_ = nullptr, *beta_ = nullptr;
   float *mean_ = nullptr, *rstd_ = nullptr;
 };
 
 [[noreturn]] void throw_status(const std::string& what, onorm_status s);
-
-// ---- JSON ----
-class Json {
- public:
-  Json& begin_object();
-  Json& end_object();
-  Json& begin_array();
-  Json& end_array();
-  Json& key(const std::string& k);
-  Json& value(const std::string& s);
-  Json& value(const char* s) { return value(std::string(s)); }
-  Json& value(double d);  // non-finite numbers are written as null
-  Json& value(int64_t i);
-  Json& value(int i) { return value(static_cast<int64_t>(i)); }
-  Json& value(bool b);
-  Json& null();
-  const std::string& str() const { return s_; }
-
- private:
-  void sep();
-  std::string s_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-};
-std::string json_escape(const std::string& s);
-void write_text_file(const std::string& path, const std::string& text);
-
-// An output file opened when the command starts, so that an unwritable path is reported before
-// any work, and written when the results are in. A file this created and never wrote is removed;
-// an existing file keeps its content until write().
-class OutputFile {
- public:
-  explicit OutputFile(const std::string& path);  // throws ToolError when it cannot be written
-  ~OutputFile();
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-  void write(const std::string& text);  // replaces the content; throws ToolError
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  bool created_ = false, written_ = false;
-};
-
-// Formats a number for tables: "1.23e-07", "0", "inf".
-std::string fmt_sci(double v);
-std::string fmt_fixed(double v, int digits);
-std::string fmt_sig(double v, int digits);  // significant digits: "0.004127", "1234"
 
 }  // namespace onorm_tool

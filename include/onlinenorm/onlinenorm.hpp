@@ -191,6 +191,10 @@ class Context {
                 float* rstd = nullptr) {
     check(onorm_rms_norm(ctx_, x.get(), gamma, eps, y.get(), rstd));
   }
+  // dx_j = y_j * (dy_j - sum_k y_k dy_k) from the forward output y; dx may be y or dy exactly.
+  void softmax_backward(const Rows& y, const Rows& dy, const Rows& dx) {
+    check(onorm_softmax_backward(ctx_, y.get(), dy.get(), dx.get()));
+  }
 
  private:
   explicit Context(onorm_context ctx) : ctx_(ctx) {}

@@ -1,6 +1,7 @@
 // One fully checked run of an operator on a backend: poisoned, guarded buffers in the
 // backend's memory, random (or given) inputs, the float64 reference with the contract's
 // bounds, and checks that every output element was written and nothing else was.
+// Ops of two inputs (softmax backward: y, dy) get the second one generated like the first.
 #pragma once
 
 #include <functional>
@@ -10,28 +11,38 @@
 namespace onorm_test {
 
 struct Layout {
-  int64_t x_pad = 0, y_pad = 0;            // row_stride = cols + pad
+  int64_t x_pad = 0, y_pad = 0;            // row_stride = cols + pad (the second input: x_pad + 2)
   size_t x_offset = 0, y_offset = 0;       // in elements of the buffer's dtype
-  bool in_place = false;                   // y->data == x->data, same stride
+  bool in_place = false;                   // y->data == the aliased input's data, same stride
+  int alias = 0;                           // which input in_place aliases (1: softmax backward's dy)
+  int dy_dtype = -1;                       // the second input's dtype; -1: the first input's
   bool gamma = false, beta = false;        // LayerNorm/RMSNorm affine parameters
   bool mean = false, rstd = false;         // statistics outputs
   double eps = 1e-5;
   std::string str() const {
     std::ostringstream s;
     s << "x_pad " << x_pad << " y_pad " << y_pad << " x_off " << x_offset << " y_off " << y_offset
-      << (in_place ? " in-place" : "") << (gamma ? " gamma" : "") << (beta ? " beta" : "") << (mean ? " mean" : "")
-      << (rstd ? " rstd" : "") << " eps " << eps;
+      << (in_place ? (alias ? " in-place(dy)" : " in-place") : "") << (gamma ? " gamma" : "") << (beta ? " beta" : "")
+      << (mean ? " mean" : "") << (rstd ? " rstd" : "") << " eps " << eps;
+    if (dy_dtype >= 0) s << " dy " << dtype_name(static_cast<onorm_dtype>(dy_dtype));
     return s.str();
   }
 };
 
 using Generator = std::function<double(int64_t r, int64_t c)>;
 
-// Random inputs typical for op, one distribution per row.
-inline Generator random_inputs(Op op, int64_t rows, std::mt19937_64& rng) {
+// Random inputs typical for op, one distribution per row. input 1 is softmax backward's dy;
+// its input 0 (y) holds probabilities: exp(N(0, s)) / cols, s per row (a row sums to about 1).
+inline Generator random_inputs(Op op, int64_t rows, std::mt19937_64& rng, int input = 0) {
   auto dists = std::make_shared<std::vector<InputDist>>();
   for (int64_t r = 0; r < rows; ++r) dists->push_back(input_dist(op, rng));
   auto eng = std::make_shared<std::mt19937_64>(rng());
+  if (op == Op::softmax_backward && input == 0) {
+    return [dists, eng](int64_t r, int64_t) {
+      const InputDist& d = (*dists)[static_cast<size_t>(r)];
+      return std::exp(cheap_normal(*eng, 0.0, d.scale)) * 1e-3;
+    };
+  }
   return [dists, eng](int64_t r, int64_t) {
     const InputDist& d = (*dists)[static_cast<size_t>(r)];
     return cheap_normal(*eng, d.center, d.scale);
@@ -45,18 +56,30 @@ struct CaseOutput {
   onorm_ref::Result ref;  // the float64 reference the run was judged against
 };
 
-// Runs op once and checks it. gen == nullptr: random inputs. out (optional) receives the images.
+// Runs op once and checks it. gen == nullptr: random inputs (gen_dy likewise, for the second
+// input of two-input ops). out (optional) receives the images.
 inline ::testing::AssertionResult run_checked(onorm_context ctx, Op op, onorm_dtype in, onorm_dtype out, int64_t rows,
                                               int64_t cols, const Layout& L, std::mt19937_64& rng,
-                                              Generator gen = nullptr, CaseOutput* result = nullptr) {
-  const std::string what = describe(onorm_context_backend(ctx), op, in, out, rows, cols) + " [" + L.str() + "]";
+                                              Generator gen = nullptr, CaseOutput* result = nullptr,
+                                              Generator gen_dy = nullptr) {
+  const int inputs = op_inputs(op);
+  const onorm_dtype in_dt[2] = {in, L.dy_dtype >= 0 ? static_cast<onorm_dtype>(L.dy_dtype) : in};
+  std::string what = describe(onorm_context_backend(ctx), op, in, out, rows, cols) + " [" + L.str() + "]";
+  if (inputs == 2 && L.dy_dtype < 0) what += " (dy " + std::string(dtype_name(in)) + ")";
   auto fail = [&](const std::string& why) { return ::testing::AssertionFailure() << what << ": " << why; };
-  if (L.in_place && esize(in) != esize(out)) return fail("test bug: in place needs equal dtype sizes");
+  const int alias = L.in_place ? L.alias : -1;
+  if (alias >= inputs) return fail("test bug: in place with an input the op does not read");
+  if (L.in_place && esize(in_dt[alias]) != esize(out)) return fail("test bug: in place needs equal dtype sizes");
 
-  Tensor x(ctx, in, rows, cols, cols + L.x_pad, L.x_offset * esize(in));
-  if (!x.ok()) return fail("allocation failed");
-  if (!gen) gen = random_inputs(op, rows, rng);
-  x.fill(gen);
+  Tensor xs[2];
+  for (int k = 0; k < inputs; ++k) {
+    xs[k] = Tensor(ctx, in_dt[k], rows, cols, cols + L.x_pad + 2 * k, (L.x_offset + static_cast<size_t>(k)) * esize(in_dt[k]));
+    if (!xs[k].ok()) return fail("allocation failed");
+    Generator g = k == 0 ? gen : gen_dy;
+    if (!g) g = random_inputs(op, rows, rng, k);
+    xs[k].fill(g);
+  }
+  Tensor& x = xs[0];
   Tensor y;
   if (!L.in_place) {
     y = Tensor(ctx, out, rows, cols, cols + L.y_pad, L.y_offset * esize(out));
@@ -75,14 +98,18 @@ inline ::testing::AssertionResult run_checked(onorm_context ctx, Op op, onorm_dt
   if (L.mean && has_mean(op)) mean = Tensor(ctx, ONORM_F32, 1, rows);
   if (L.rstd && has_rstd(op)) rstd = Tensor(ctx, ONORM_F32, 1, rows);
 
-  const onorm_ref::Result ref =
-      onorm_ref::compute(op, x.host_rows(), gamma.ok() ? gamma.host() : nullptr, beta.ok() ? beta.host() : nullptr, L.eps);
-  const std::vector<unsigned char> x_before = x.image();
+  const onorm_rows in_host[2] = {xs[0].host_rows(), inputs > 1 ? xs[1].host_rows() : onorm_rows{}};
+  const onorm_ref::Result ref = onorm_ref::compute(op, in_host, inputs, gamma.ok() ? gamma.host() : nullptr,
+                                                   beta.ok() ? beta.host() : nullptr, L.eps);
+  std::vector<unsigned char> in_before[2];
+  for (int k = 0; k < inputs; ++k) in_before[k] = xs[k].image();
   const std::vector<unsigned char> gamma_before = gamma.image(), beta_before = beta.image();
 
-  onorm_rows xr = x.dev_rows();
-  onorm_rows yr = L.in_place ? onorm_rows{x.dev(), out, rows, cols, x.stride()} : y.dev_rows();
+  const onorm_rows xr = x.dev_rows();
+  const onorm_rows dyr = inputs > 1 ? xs[1].dev_rows() : onorm_rows{};
+  const onorm_rows yr = L.in_place ? onorm_rows{xs[alias].dev(), out, rows, cols, xs[alias].stride()} : y.dev_rows();
   OpArgs args;
+  args.dy = inputs > 1 ? &dyr : nullptr;
   args.gamma = gamma.ok() ? gamma.dev() : nullptr;
   args.beta = beta.ok() ? beta.dev() : nullptr;
   args.eps = L.eps;
@@ -92,17 +119,22 @@ inline ::testing::AssertionResult run_checked(onorm_context ctx, Op op, onorm_dt
   if (st != ONORM_OK) return fail(std::string("status ") + onorm_status_string(st) + ": " + onorm_last_error());
   if (onorm_synchronize(ctx) != ONORM_OK) return fail(std::string("synchronize: ") + onorm_last_error());
 
-  x.download();
+  for (int k = 0; k < inputs; ++k) xs[k].download();
   if (y.ok()) y.download();
   if (gamma.ok()) gamma.download();
   if (beta.ok()) beta.download();
   if (mean.ok()) mean.download();
   if (rstd.ok()) rstd.download();
 
-  if (L.in_place) {
-    if (auto r = x.outside_untouched("y (in place)"); !r) return fail(r.message());
-  } else {
-    if (auto r = x.same_image(x_before, "x"); !r) return fail(r.message());
+  const char* in_names[2] = {inputs > 1 ? "y (input)" : "x", "dy"};
+  for (int k = 0; k < inputs; ++k) {
+    if (k == alias) {
+      if (auto r = xs[k].outside_untouched("y (in place)"); !r) return fail(r.message());
+    } else if (auto r = xs[k].same_image(in_before[k], in_names[k]); !r) {
+      return fail(r.message());
+    }
+  }
+  if (!L.in_place) {
     if (auto r = y.outside_untouched("y"); !r) return fail(r.message());
     if (auto r = y.all_written("y"); !r) return fail(r.message());
   }
@@ -116,11 +148,12 @@ inline ::testing::AssertionResult run_checked(onorm_context ctx, Op op, onorm_dt
     if (auto r = t->all_written(t == &mean ? "mean" : "rstd"); !r) return fail(r.message());
   }
 
-  const onorm_rows y_host = L.in_place ? onorm_rows{x.host(), out, rows, cols, x.stride()} : y.host_rows();
+  const onorm_rows y_host =
+      L.in_place ? onorm_rows{xs[alias].host(), out, rows, cols, xs[alias].stride()} : y.host_rows();
   onorm_ref::Report rep = onorm_ref::check(op, ref, y_host, gamma.ok() ? gamma.host() : nullptr, in,
                                            mean.ok() ? mean.host_f32() : nullptr, rstd.ok() ? rstd.host_f32() : nullptr);
   if (result) {
-    result->y_image = L.in_place ? x.image() : y.image();
+    result->y_image = L.in_place ? xs[alias].image() : y.image();
     result->mean_image = mean.image();
     result->rstd_image = rstd.image();
     result->report = rep;

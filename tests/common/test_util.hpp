@@ -50,10 +50,10 @@ inline const std::vector<onorm_dtype>& float_dtypes() {
   static const std::vector<onorm_dtype> d = {ONORM_F32, ONORM_F16, ONORM_BF16, ONORM_F64};
   return d;
 }
-inline const std::vector<Op>& all_ops() {
-  static const std::vector<Op> o = {Op::softmax, Op::log_softmax, Op::layer_norm, Op::rms_norm};
-  return o;
-}
+// Every op of the library's list (core/ops/op_list.h, through the reference's Op).
+inline const std::vector<Op>& all_ops() { return onorm_ref::all_ops(); }
+// Row tensors an op reads: 1 (x), or 2 (softmax backward: y and dy).
+using onorm_ref::op_inputs;
 inline bool is_gpu(onorm_backend b) { return b == ONORM_BACKEND_CUDA || b == ONORM_BACKEND_HIP; }
 // Dtypes a backend must take, by the contract (F64 only on the CPU).
 inline bool contract_supports(onorm_backend b, onorm_dtype d) {
@@ -317,6 +317,7 @@ inline InputDist input_dist(Op op, std::mt19937_64& rng) {
     case Op::log_softmax: return {u(rng) * 8 - 4, 0.5 + 4 * u(rng)};
     case Op::layer_norm: return {u(rng) * 20 - 10, 0.1 + 3 * u(rng)};
     case Op::rms_norm: return {u(rng) * 2 - 1, 0.1 + 3 * u(rng)};
+    case Op::softmax_backward: return {u(rng) * 2 - 1, 0.1 + 3 * u(rng)};  // dy; y: probabilities
   }
   return {};
 }
@@ -324,6 +325,7 @@ inline InputDist input_dist(Op op, std::mt19937_64& rng) {
 // ---- running one op through the C ABI -------------------------------------------------------
 
 struct OpArgs {
+  const onorm_rows* dy = nullptr;  // softmax backward's second input (x is y, the output dx)
   const void* gamma = nullptr;
   const void* beta = nullptr;
   double eps = 1e-5;
@@ -337,6 +339,7 @@ inline onorm_status run_op(onorm_context ctx, Op op, const onorm_rows& x, const 
     case Op::log_softmax: return onorm_log_softmax(ctx, &x, &y);
     case Op::layer_norm: return onorm_layer_norm(ctx, &x, a.gamma, a.beta, a.eps, &y, a.mean, a.rstd);
     case Op::rms_norm: return onorm_rms_norm(ctx, &x, a.gamma, a.eps, &y, a.rstd);
+    case Op::softmax_backward: return onorm_softmax_backward(ctx, &x, a.dy, &y);
   }
   return ONORM_ERROR_INTERNAL;
 }

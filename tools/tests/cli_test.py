@@ -3,7 +3,7 @@
 
 usage: cli_test.py ONORM_EXECUTABLE TEST_NAME [WORK_DIR]
 Test names: compare_table, bound_violation, json_schema, npy_input, usage_errors, bench,
-bench_memory, bench_interrupt, bench_setup_interrupt, bench_png, run, info. Uses only the Python standard library.
+bench_memory, bench_interrupt, bench_setup_interrupt, bench_png, run, info, backward. Uses only the Python standard library.
 """
 import json
 import os
@@ -577,6 +577,38 @@ def test_bench_png():
     with open(png, "rb") as f:
         check(f.read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG")
     check(os.path.getsize(png) > 5000, "PNG suspiciously small")
+
+
+def test_backward():
+    """softmax_backward reads two inputs (y, and dy generated like x): within the bound on every
+    command, in mixed dtypes, from a file (dy generated), and the bytes moved count both inputs."""
+    out = os.path.join(WORK, "bwd.json")
+    for dt, out_dt in [("f32", "f32"), ("bf16", "f32"), ("f16", "bf16")]:
+        p = onorm("compare", "--op", "softmax_backward", "--rows", 9, "--cols", 700, "--dtype", dt, "--out-dtype",
+                  out_dt, "--backends", "cpu,cpu", "--iters", 1, "--json", out, expect=0)
+        check("softmax_backward 9x700 %s -> %s" % (dt, out_dt) in p.stdout.splitlines()[0], p.stdout)
+        _, rows = parse_table(p.stdout)
+        check(all(r["bound"] == "ok" for r in rows) and rows[0]["!=cpu#2"] == "0", rows)
+        j = json.load(open(out))
+        validate_compare_json(j, 2)
+        size = {"f32": 4, "f16": 2, "bf16": 2}
+        check(j["backends"][0]["bytes_moved"] == 9 * 700 * (2 * size[dt] + size[out_dt]), j["backends"][0])
+    for dist in ["normal", "uniform", "large-offset", "special"]:
+        onorm("compare", "--op", "softmax_backward", "--rows", 16, "--cols", 100, "--dist", dist, "--backends", "cpu",
+              "--iters", 1, expect=0)
+    p = onorm("run", "--op", "softmax_backward", "--rows", 8, "--cols", 4097, "--backend", "cpu", "--iters", 1, expect=0)
+    check("softmax_backward 8x4097 f32 -> f32 on cpu" in p.stdout and "inputs read" in p.stdout, p.stdout)
+    f32 = write("y.npy", npy_bytes("<f4", (3, 40), struct.pack("<120f", *[1.0 / (1 + i % 40) for i in range(120)])))
+    p = onorm("compare", "--op", "softmax_backward", "--input", f32, "--backends", "cpu", "--iters", 1, expect=0)
+    check("softmax_backward 3x40 f32 -> f32" in p.stdout, p.stdout)
+    bench = os.path.join(WORK, "bwd_bench.json")
+    onorm("bench", "--backend", "cpu", "--ops", "softmax_backward,softmax", "--dtypes", "f32", "--widths", "64,1024",
+          "--mb", 1, "--iters", 1, "--json", bench, expect=0)
+    j = json.load(open(bench))
+    check(len(j["results"]) == 4, j["results"])
+    for r in j["results"]:
+        n = 3 if r["op"] == "softmax_backward" else 2
+        check(r["bytes_moved"] == r["rows"] * r["cols"] * 4 * n, r)
 
 
 TESTS = {n[5:]: f for n, f in globals().items() if n.startswith("test_")}

@@ -1,0 +1,126 @@
+#include "options.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "npy.hpp"
+
+namespace onorm_tool {
+
+[[noreturn]] void usage_error(const std::string& msg, const char* usage) {
+  throw UsageError(msg + "\n\n" + usage);
+}
+
+BackendSpec best_backend() {
+  for (onorm_backend b : {ONORM_BACKEND_CUDA, ONORM_BACKEND_HIP})
+    if (onorm_backend_device_count(b) > 0) return BackendSpec{b, 0};
+  return BackendSpec{ONORM_BACKEND_CPU, 0};
+}
+
+void require_available(const BackendSpec& spec) {
+  const int n = onorm_backend_device_count(spec.kind);
+  if (n <= 0) {
+    const char* why = onorm_backend_unavailable_reason(spec.kind);
+    throw ToolError("backend " + spec.label() + " is unavailable: " + (why && *why ? why : "no device"));
+  }
+  if (spec.device >= n)
+    throw ToolError("backend " + spec.label() + " is unavailable: " + backend_kind_name(spec.kind) + " has " +
+                    std::to_string(n) + " device(s)");
+}
+
+BackendSpec backend_option(const std::string& text, const char* usage) {
+  BackendSpec spec;
+  if (!parse_backend(text, spec)) usage_error("unknown backend '" + text + "' (cpu, cuda[:N], hip[:N])", usage);
+  return spec;
+}
+
+onorm_dtype dtype_option(const std::string& opt, const std::string& text, const char* usage) {
+  onorm_dtype d;
+  if (!parse_dtype(text, d)) usage_error("option '--" + opt + "': unknown dtype '" + text + "' (f32, f16, bf16, f64)", usage);
+  return d;
+}
+
+Op op_option(const std::map<std::string, std::string>& o, const char* usage) {
+  auto it = o.find("op");
+  if (it == o.end()) usage_error("missing --op", usage);
+  Op op;
+  if (!onorm_ref::parse_op(it->second, op))
+    usage_error("unknown op '" + it->second + "' (" + onorm_ref::op_names() + ")", usage);
+  return op;
+}
+
+Dist dist_option(const std::map<std::string, std::string>& o, const char* usage) {
+  Dist d = Dist::normal;
+  auto it = o.find("dist");
+  if (it != o.end() && !parse_dist(it->second, d))
+    usage_error("unknown distribution '" + it->second + "' (normal, uniform, large-offset, special)", usage);
+  return d;
+}
+
+// Builds the problem (generated) from --op/--rows/--cols/--dtype/--out-dtype/--eps/--dist/--seed.
+Problem problem_from_options(const std::map<std::string, std::string>& o, const char* usage, bool shape_required) {
+  Problem p;
+  p.op = op_option(o, usage);
+  if (o.count("dtype")) p.in = dtype_option("dtype", o.at("dtype"), usage);
+  p.out = o.count("out-dtype") ? dtype_option("out-dtype", o.at("out-dtype"), usage) : p.in;
+  if (o.count("eps")) {
+    p.eps = parse_double("eps", o.at("eps"));
+    if (p.eps < 0) usage_error("option '--eps': must be >= 0", usage);
+  }
+  if (shape_required) {
+    if (!o.count("rows")) usage_error("missing --rows", usage);
+    if (!o.count("cols")) usage_error("missing --cols", usage);
+  }
+  if (o.count("rows")) p.rows = parse_int("rows", o.at("rows"), 1, kMaxDim);
+  if (o.count("cols")) p.cols = parse_int("cols", o.at("cols"), 1, kMaxDim);
+  if (p.rows && p.cols && p.rows > kMaxDim / p.cols) usage_error("--rows x --cols is too large", usage);
+  return p;
+}
+
+uint64_t seed_option(const std::map<std::string, std::string>& o) {
+  return o.count("seed") ? static_cast<uint64_t>(parse_int("seed", o.at("seed"), 0, std::numeric_limits<int64_t>::max())) : 1;
+}
+
+// Loads --input into p (shape and dtype from the file, checked against the options given).
+void load_input(Problem& p, const std::string& path, bool dtype_given, bool out_dtype_given, bool rows_given,
+                bool cols_given) {
+  NpyArray a;
+  std::string err;
+  if (!read_npy_file(path, a, err)) throw ToolError(err);
+  if (a.shape.size() != 2)
+    throw ToolError(path + ": expected a 2-D array (rows, cols), got " + std::to_string(a.shape.size()) + "-D");
+  if (a.shape[0] < 1 || a.shape[1] < 1) throw ToolError(path + ": empty array (shape has a 0)");
+  if (rows_given && a.shape[0] != p.rows)
+    throw ToolError(path + ": has " + std::to_string(a.shape[0]) + " rows, --rows says " + std::to_string(p.rows));
+  if (cols_given && a.shape[1] != p.cols)
+    throw ToolError(path + ": has " + std::to_string(a.shape[1]) + " cols, --cols says " + std::to_string(p.cols));
+  p.rows = a.shape[0];
+  p.cols = a.shape[1];
+  onorm_dtype file;
+  if (a.kind == 'f' && a.item_size == 4) file = ONORM_F32;
+  else if (a.kind == 'f' && a.item_size == 2) file = ONORM_F16;
+  else if (a.kind == 'f' && a.item_size == 8) file = ONORM_F64;
+  else if (a.kind == 'u' && a.item_size == 2) {
+    if (!dtype_given || p.in != ONORM_BF16)
+      throw ToolError(path + ": a uint16 array is read as bf16 bits only with --dtype bf16");
+    file = ONORM_BF16;
+  } else {
+    throw ToolError(path + ": dtype '" + a.descr + "' is not float32, float16, float64 or uint16 (bf16 bits)");
+  }
+  if (!dtype_given) p.in = file;
+  if (!out_dtype_given) p.out = p.in;
+  const int64_t n = p.rows * p.cols;
+  if (file == p.in) {
+    p.x = std::move(a.data);
+  } else if (file == ONORM_F64) {
+    p.x.assign(static_cast<size_t>(n) * dtype_size(p.in), 0);
+    for (int64_t i = 0; i < n; ++i) onorm_ref::encode(onorm_ref::decode(a.data.data(), ONORM_F64, i), p.x.data(), p.in, i);
+  } else {
+    throw ToolError(path + ": holds " + std::string(dtype_name(file)) + " but --dtype is " + dtype_name(p.in) +
+                    " (only float64 files are converted)");
+  }
+}
+
+}  // namespace onorm_tool

@@ -1,0 +1,33 @@
+// The options the commands share: backends, dtypes, the op, the input distribution, the
+// problem's shape and parameters, the seed, and an input read from a .npy file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "tool_common.hpp"
+
+namespace onorm_tool {
+
+// Throws UsageError with the message and the command's usage text.
+[[noreturn]] void usage_error(const std::string& msg, const char* usage);
+
+constexpr int64_t kMaxDim = int64_t{1} << 40;
+
+// The first GPU backend with a device, else the CPU.
+BackendSpec best_backend();
+// Throws ToolError naming why the backend (or its device) cannot run.
+void require_available(const BackendSpec& spec);
+BackendSpec backend_option(const std::string& text, const char* usage);
+onorm_dtype dtype_option(const std::string& opt, const std::string& text, const char* usage);
+Op op_option(const std::map<std::string, std::string>& o, const char* usage);
+Dist dist_option(const std::map<std::string, std::string>& o, const char* usage);
+// Builds the problem (not yet generated) from --op/--rows/--cols/--dtype/--out-dtype/--eps.
+Problem problem_from_options(const std::map<std::string, std::string>& o, const char* usage, bool shape_required);
+uint64_t seed_option(const std::map<std::string, std::string>& o);
+// Loads --input into p.x (shape and dtype from the file, checked against the options given).
+void load_input(Problem& p, const std::string& path, bool dtype_given, bool out_dtype_given, bool rows_given,
+                bool cols_given);
+
+}  // namespace onorm_tool
