@@ -106,9 +106,13 @@ HWY_INLINE void LoadInputsTail(DF d, const In* const* x, size_t i, size_t n, flo
 // nullptr) gets the lift the op returns. Ops with a pass 1 read the chunk from L1 here, and
 // prefetch the next chunk meanwhile.
 template <class Op, typename In>
-HWY_INLINE void Pass2Of(DF d, const In* const* x, size_t n, float pivot, float* HWY_RESTRICT kept, bool pf,
+HWY_INLINE void Pass2Of(DF d, const In* const* inputs, size_t n, float pivot, float* HWY_RESTRICT kept, bool pf,
                         float* sums) {
   constexpr int S = Op::kSums;
+  // The input pointers in locals (registers): read through `inputs`, every vector store to
+  // `kept` (may_alias) would make the compiler load them again.
+  const In* x[Op::kInputs];
+  for (int k = 0; k < Op::kInputs; ++k) x[k] = inputs[k];
   const SimdMath m{d};
   const size_t N = hn::Lanes(d);
   const VF p = hn::Set(d, pivot);

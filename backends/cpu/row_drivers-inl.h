@@ -49,19 +49,17 @@ HWY_INLINE unsigned RowCols(const onorm_request& q, int64_t at, const In** col) 
 template <class Op>
 constexpr int kColSlots = Op::kCols > 0 ? Op::kCols : 1;
 
+// The write pass takes its pointers after row_coefs: values live across that call would sit
+// in the few callee-saved registers or be spilled and loaded again in the write loop.
 template <class Op, typename In, typename Out>
 HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
   const bool pf = (opts & kOptPrefetch) != 0;
   const DF d;
   const int64_t cols = q.in[0].cols;
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
-  const In* col[kColSlots<Op>];
-  const unsigned mask = RowCols<Op>(q, 0, col);
   const In* x[Op::kInputs];
-  const In* xb[Op::kInputs];
+  const In* col[kColSlots<Op>];
   for (int64_t r = r0; r < r1; ++r) {
-    RowInputs<Op>(q, r, 0, x);
-    Out* y = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride;
     core::PairwiseFold<typename Op::Merged> fold;
     if constexpr (Op::kKeepsLift) {
       if (kept_scratch_cols<Op>(q, opts) > 0) {
@@ -69,28 +67,32 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
         typename Op::Merged states[kMaxScratchChunks];
         for (int64_t k = 0; k < chunks; ++k) {
           const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-          for (int i = 0; i < Op::kInputs; ++i) xb[i] = x[i] + b;
-          states[k] = ChunkStateOf<Op>(d, xb, static_cast<size_t>(n), scratch + b, pf);
+          RowInputs<Op>(q, r, b, x);
+          states[k] = ChunkStateOf<Op>(d, x, static_cast<size_t>(n), scratch + b, pf);
           fold.push(states[k]);
         }
         const FloatCoefs<Op> c = row_coefs<Op>(q, fold.result(), r);
-        const In* colb[kColSlots<Op>];
+        Out* y = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride;
         for (int64_t k = 0; k < chunks; ++k) {
           const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-          RowCols<Op>(q, b, colb);
-          const WriteSources<In> src{nullptr, scratch + b, colb};
+          RowInputs<Op>(q, r, b, x);
+          const unsigned mask = RowCols<Op>(q, b, col);
+          const WriteSources<In> src{nullptr, scratch + b, col};
           WriteRangeCols<Op, true>(mask, d, Op::chunk_coefs(c, states[k]), src, y + b, static_cast<size_t>(n), opts,
-                                   x[0] + b);
+                                   x[0]);
         }
         continue;
       }
     }
     for (int64_t k = 0; k < chunks; ++k) {
       const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-      for (int i = 0; i < Op::kInputs; ++i) xb[i] = x[i] + b;
-      fold.push(ChunkStateOf<Op>(d, xb, static_cast<size_t>(n), nullptr, pf));
+      RowInputs<Op>(q, r, b, x);
+      fold.push(ChunkStateOf<Op>(d, x, static_cast<size_t>(n), nullptr, pf));
     }
     const FloatCoefs<Op> c = row_coefs<Op>(q, fold.result(), r);
+    RowInputs<Op>(q, r, 0, x);
+    const unsigned mask = RowCols<Op>(q, 0, col);
+    Out* y = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride;
     const WriteSources<In> src{x, nullptr, col};
     WriteRangeCols<Op, false>(mask, d, c, src, y, static_cast<size_t>(cols), opts, x[0]);
   }

@@ -47,22 +47,29 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
   const size_t N = hn::Lanes(d);
   VF defaults[kCols];
   for (int k = 0; k < kCols; ++k) defaults[k] = hn::Set(d, Op::col_default(k));
+  // The pointers in locals (registers): read through `src`, every vector store to y
+  // (may_alias) would make the compiler load them again.
+  const In* x[Op::kInputs];
+  const In* col[kCols];
+  const float* kept = src.kept;
+  for (int k = 0; k < Op::kInputs; ++k) x[k] = kKept ? nullptr : src.x[k];
+  for (int k = 0; k < kCols; ++k) col[k] = k < Op::kCols && ((kColMask >> k) & 1u) ? src.col[k] : nullptr;
   // kPartial: count < N elements, through LoadTail.
-  auto compute = [&](size_t at, size_t count, auto partial) {
+  auto compute = [=](size_t at, size_t count, auto partial) {
     constexpr bool kPartial = decltype(partial)::value;
     VF cv[kCols];
     for (int k = 0; k < Op::kCols; ++k) {
       if (!((kColMask >> k) & 1u)) cv[k] = defaults[k];
-      else if (kPartial) cv[k] = LoadTail(d, src.col[k] + at, count, Op::col_default(k));
-      else cv[k] = Io<In>::Load(d, src.col[k] + at);
+      else if (kPartial) cv[k] = LoadTail(d, col[k] + at, count, Op::col_default(k));
+      else cv[k] = Io<In>::Load(d, col[k] + at);
     }
     if constexpr (kKept) {
-      const VF e = kPartial ? LoadTail(d, src.kept + at, count, 0.0f) : hn::LoadU(d, src.kept + at);
+      const VF e = kPartial ? LoadTail(d, kept + at, count, 0.0f) : hn::LoadU(d, kept + at);
       return Op::finish_kept(m, c, e, cv);
     } else {
       VF xv[Op::kInputs];
-      if (kPartial) LoadInputsTail<Op>(d, src.x, at, count, 0.0f, xv);
-      else LoadInputs<Op>(d, src.x, at, xv);
+      if (kPartial) LoadInputsTail<Op>(d, x, at, count, 0.0f, xv);
+      else LoadInputs<Op>(d, x, at, xv);
       return Op::finish(m, c, xv, cv);
     }
   };
