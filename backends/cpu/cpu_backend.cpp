@@ -19,6 +19,8 @@
 
 #include "backend_interface.h"
 #include "kernels.hpp"
+#include "onlinenorm/core/pairwise.hpp"
+#include "row_coefs.hpp"
 #include "scalar_rows.hpp"
 #include "tune.hpp"
 
@@ -92,38 +94,37 @@ void run_scalar(const onorm_request& q, int threads) {
 }
 
 // Fewer rows than threads and long rows: every chunk of every row is a task. Same chunks,
-// same merge tree and same per-element arithmetic as simd_run_rows (softmax rows that it keeps
-// in a scratch row are written from the same exp(x - m_chunk) recomputed), so a row gives the
-// same bits here as in a large batch. Scratch: one state per chunk, not a copy of the input.
+// same merge tree and same per-element arithmetic as simd_run_rows (rows that it finishes from
+// the kept lift are written from the same lift computed again), so a row gives the same bits
+// here as in a large batch. Scratch: one state per chunk, not a copy of the input.
+template <class Op>
 void run_split(const CpuContext& c, const onorm_request& q, unsigned opts, int threads) {
   const int64_t rows = q.in[0].rows, cols = q.in[0].cols;
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
   const int64_t tasks = rows * chunks;
-  std::vector<OpState> states(static_cast<size_t>(tasks));
-  std::vector<RowFinal> finals(static_cast<size_t>(rows));
+  std::vector<typename Op::Merged> states(static_cast<size_t>(tasks));
+  std::vector<FloatCoefs<Op>> coefs(static_cast<size_t>(rows));
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t t = 0; t < tasks; ++t) states[static_cast<size_t>(t)] = simd_chunk_state(c.index, q, t / chunks, t % chunks, opts);
+  for (int64_t t = 0; t < tasks; ++t) states[static_cast<size_t>(t)] = simd_chunk_state(Op{}, c.index, q, t / chunks, t % chunks, opts);
   for (int64_t r = 0; r < rows; ++r) {
-    RowFold fold;
+    core::PairwiseFold<typename Op::Merged> fold;
     for (int64_t k = 0; k < chunks; ++k) fold.push(states[static_cast<size_t>(r * chunks + k)]);
-    const RowFinal& fin = finals[static_cast<size_t>(r)] = final_of(q, fold.result(), r);
-    if (mean_out(q)) mean_out(q)[r] = fin.norm.mean;
-    if (rstd_out(q)) rstd_out(q)[r] = fin.norm.rstd;
+    coefs[static_cast<size_t>(r)] = row_coefs<Op>(q, fold.result(), r);
   }
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t r = t / chunks;
-    const float chunk_max = q.op == ONORM_OP_SOFTMAX ? states[static_cast<size_t>(t)].s.ms.m : 0.0f;  // softmax only
-    simd_write_chunk(c.index, q, r, t % chunks, finals[static_cast<size_t>(r)], opts, chunk_max);
+    simd_write_chunk(Op{}, c.index, q, r, t % chunks, coefs[static_cast<size_t>(r)], states[static_cast<size_t>(t)], opts);
   }
 }
 
-// Rows spread over threads; each thread's softmax scratch row is allocated here, before the
-// parallel region, so that an allocation failure is a status and not std::terminate.
+// Rows spread over threads; each thread's scratch row is allocated here, before the parallel
+// region, so that an allocation failure is a status and not std::terminate.
 void run_rows(const CpuContext& c, const onorm_request& q, unsigned opts, int threads) {
   const int64_t rows = q.in[0].rows;
   const int nt = static_cast<int>(std::min<int64_t>(threads, rows));
-  const size_t per_thread = static_cast<size_t>(softmax_scratch_cols(q, opts));
+  const size_t per_thread = static_cast<size_t>(
+      core::ops::visit(q.op, [&](auto op) { return kept_scratch_cols<decltype(op)>(q, opts); }));
   std::unique_ptr<float[]> scratch(per_thread ? new float[per_thread * static_cast<size_t>(nt)] : nullptr);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
@@ -138,7 +139,7 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
   const onorm_request& q = *request;
   const int threads = threads_for(q);
   try {
-    if (!simd_supports(c.index, q.in[0].dtype, q.out[0].dtype)) {  // f64, or f16 without F16C
+    if (!simd_supports(c.index, q)) {  // f64, f16 without F16C, inputs of mixed dtypes
       run_scalar(q, threads);
       return ONORM_OK;
     }
@@ -146,7 +147,8 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
     const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.out[0].dtype == ONORM_F32 ? 4 : 2);
     unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
     opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
-    if (rows < threads && cols >= kSplitCols) run_split(c, q, opts, threads);
+    if (rows < threads && cols >= kSplitCols)
+      core::ops::visit(q.op, [&](auto op) { run_split<decltype(op)>(c, q, opts, threads); });
     else run_rows(c, q, opts, threads);
   } catch (const std::bad_alloc&) {
     // Scratch is taken before any output is written: nothing was written.

@@ -1,15 +1,15 @@
-// Compiles kernels-inl.h once per Highway target and exports one dispatch table per entry
-// point. Contexts pick a table index themselves (target_index), instead of Highway's global
-// choice, so that contexts capped at different targets coexist in one process.
+// Compiles the SIMD kernels (dispatch-inl.h and what it includes) once per Highway target and
+// exports one dispatch table per entry point. Contexts pick a table index themselves
+// (target_index), instead of Highway's global choice, so that contexts capped at different
+// targets coexist in one process.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels.cpp"  // this file, found through the include path
 #include "hwy/foreach_target.h"           // IWYU pragma: keep
 
 #include "hwy/highway.h"
-#include "kernels-inl.h"
+#include "dispatch-inl.h"
 
 #if HWY_ONCE
-#include <cmath>
 #include <cstring>
 
 namespace onorm {
@@ -17,41 +17,26 @@ namespace cpu {
 
 HWY_EXPORT(SimdSupports);
 HWY_EXPORT(RunRows);
-HWY_EXPORT(ChunkState1);
-HWY_EXPORT(WriteChunk);
 
-bool simd_supports(size_t t, onorm_dtype in, onorm_dtype out) {
-  return HWY_DISPATCH_TABLE(SimdSupports)[t](in, out);
-}
+bool simd_supports(size_t t, const onorm_request& q) { return HWY_DISPATCH_TABLE(SimdSupports)[t](q); }
 void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
   HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, opts, scratch);
 }
-OpState simd_chunk_state(size_t t, const onorm_request& q, int64_t r, int64_t k, unsigned opts) {
-  return HWY_DISPATCH_TABLE(ChunkState1)[t](q, r, k, opts);
-}
-void simd_write_chunk(size_t t, const onorm_request& q, int64_t r, int64_t k, const RowFinal& f, unsigned opts,
-                      float chunk_max) {
-  HWY_DISPATCH_TABLE(WriteChunk)[t](q, r, k, f, opts, chunk_max);
-}
 
-OpState OpState::identity() {
-  OpState s;
-  std::memset(static_cast<void*>(&s), 0, sizeof s);
-  s.op = ONORM_OP_SOFTMAX;
-  s.s.ms = core::MaxSum<float>::identity();
-  return s;
-}
-
-OpState OpState::combine(const OpState& a, const OpState& b) {
-  OpState m = a;
-  switch (a.op) {
-    case ONORM_OP_SOFTMAX:
-    case ONORM_OP_LOG_SOFTMAX: m.s.ms = core::MaxSum<float>::combine(a.s.ms, b.s.ms); break;
-    case ONORM_OP_LAYER_NORM: m.s.w = core::Welford<double>::combine(a.s.w, b.s.w); break;
-    case ONORM_OP_RMS_NORM: m.s.ss = core::SumSq<double>::combine(a.s.ss, b.s.ss); break;
+#define ONORM_CPU_EXPORT_CHUNK_KERNELS(ID, name, Type)                                                        \
+  HWY_EXPORT(ChunkState_##name);                                                                              \
+  HWY_EXPORT(WriteChunk_##name);                                                                              \
+  core::ops::Type::Merged simd_chunk_state(core::ops::Type, size_t t, const onorm_request& q, int64_t r,     \
+                                           int64_t k, unsigned opts) {                                        \
+    return HWY_DISPATCH_TABLE(ChunkState_##name)[t](q, r, k, opts);                                           \
+  }                                                                                                           \
+  void simd_write_chunk(core::ops::Type, size_t t, const onorm_request& q, int64_t r, int64_t k,             \
+                        const core::ops::Type::Coefs<float>& row, const core::ops::Type::Merged& chunk,     \
+                        unsigned opts) {                                                                      \
+    HWY_DISPATCH_TABLE(WriteChunk_##name)[t](q, r, k, row, chunk, opts);                                      \
   }
-  return m;
-}
+ONORM_OP_LIST(ONORM_CPU_EXPORT_CHUNK_KERNELS)
+#undef ONORM_CPU_EXPORT_CHUNK_KERNELS
 
 // Index of a target's entry in the HWY_EXPORT tables: the same arithmetic as
 // hwy::ChosenTarget::GetIndex, applied to a single target instead of the global choice.

@@ -4,74 +4,75 @@ namespace onorm {
 namespace cpu {
 namespace {
 
-template <typename In, typename Out>
+template <typename T, typename... U>
+constexpr bool kAnyDouble = (std::is_same<T, double>::value || ... || std::is_same<U, double>::value);
+
+// Ops whose float statistics may not be trusted (kF64Fallback) take them in double here, where
+// speed matters less; the others accumulate in float unless an input is f64. The finish runs
+// in the same type and is rounded once to the output.
+template <class Op, typename In0, typename In1>
+using ScalarAcc = typename std::conditional<Op::kF64Fallback || kAnyDouble<In0, In1>, double, float>::type;
+
+template <class Op, typename In0, typename In1>
+ScalarInputs<In0, In1> inputs_of(const onorm_request& q, int64_t r) {
+  const In0* x0 = static_cast<const In0*>(q.in[0].data) + r * q.in[0].row_stride;
+  const In1* x1 = Op::kInputs > 1 ? static_cast<const In1*>(q.in[1].data) + r * q.in[1].row_stride : nullptr;
+  return ScalarInputs<In0, In1>{x0, x1};
+}
+
+template <class Op, typename In0, typename In1, typename Out>
 void run_typed(const onorm_request& q, int64_t r0, int64_t r1) {
-  using Acc = typename std::conditional<std::is_same<In, double>::value, double, float>::type;
-  const In* x = static_cast<const In*>(q.in[0].data);
-  Out* y = static_cast<Out*>(q.out[0].data);
-  const In* gamma = static_cast<const In*>(q.col[0]);
-  const In* beta = static_cast<const In*>(q.col[1]);
+  using Acc = ScalarAcc<Op, In0, In1>;
+  const core::ops::ScalarMath<Acc> m;
+  const auto params = Op::params(q.param);
   const int64_t cols = q.in[0].cols;
+  const In0* col[2] = {static_cast<const In0*>(q.col[0]), static_cast<const In0*>(q.col[1])};
   for (int64_t r = r0; r < r1; ++r) {
-    const In* xr = x + r * q.in[0].row_stride;
-    Out* yr = y + r * q.out[0].row_stride;
-    switch (q.op) {
-      case ONORM_OP_SOFTMAX: scalar_softmax_row<In, Out, Acc>(xr, yr, cols, false); break;
-      case ONORM_OP_LOG_SOFTMAX: scalar_softmax_row<In, Out, Acc>(xr, yr, cols, true); break;
-      case ONORM_OP_LAYER_NORM:
-      case ONORM_OP_RMS_NORM:
-        scalar_norm_row<In, Out>(xr, yr, cols, gamma, beta, q.param[0], q.op == ONORM_OP_RMS_NORM,
-                                 mean_out(q) ? mean_out(q) + r : nullptr, rstd_out(q) ? rstd_out(q) + r : nullptr);
-        break;
+    const ScalarInputs<In0, In1> x = inputs_of<Op, In0, In1>(q, r);
+    Out* y = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride;
+    // ok == false (statistics the op distrusts) changes nothing here: they are double already.
+    bool ok = true;
+    const auto c = Op::coefs(scalar_row_state<Op, Acc>(x, cols), params, ok);
+    Op::write_row_outputs(c, q.row_out, r);
+    Acc v[Op::kInputs];
+    Acc cv[Op::kCols > 0 ? Op::kCols : 1];
+    for (int64_t j = 0; j < cols; ++j) {
+      x.template at<Op, Acc>(j, v);
+      for (int k = 0; k < Op::kCols; ++k) cv[k] = col[k] ? load_as<Acc>(col[k][j]) : static_cast<Acc>(Op::col_default(k));
+      y[j] = core::store_from_double<Out>(static_cast<double>(Op::finish(m, c, v, cv)));
     }
   }
 }
 
-template <typename In>
-void run_out(const onorm_request& q, int64_t r0, int64_t r1) {
-  switch (q.out[0].dtype) {
-    case ONORM_F32: return run_typed<In, float>(q, r0, r1);
-    case ONORM_F16: return run_typed<In, core::f16_bits>(q, r0, r1);
-    case ONORM_BF16: return run_typed<In, core::bf16_bits>(q, r0, r1);
-    case ONORM_F64: return run_typed<In, double>(q, r0, r1);
-    default: return;  // validated before
-  }
-}
-
 }  // namespace
 
-namespace {
-template <typename In>
-void norm_stats_f64(const onorm_request& q, int64_t r, double& mean, double& rstd) {
-  const ScalarRow<In, double> row{static_cast<const In*>(q.in[0].data) + r * q.in[0].row_stride, q.in[0].cols};
-  if (q.op == ONORM_OP_LAYER_NORM) {
-    const core::Welford<double> w = scalar_welford_state(row);
-    mean = w.mean;
-    rstd = w.rstd(q.param[0]);
-  } else {
-    mean = 0;
-    rstd = scalar_sum_sq_state(row).rstd(q.param[0]);
-  }
+template <class Op>
+typename Op::template Coefs<float> scalar_coefs_f64(const onorm_request& q, int64_t r) {
+  typename Op::template Coefs<float> out{};
+  with_input_types<Op>(q, [&](auto t0, auto t1) {
+    using In0 = typename decltype(t0)::type;
+    using In1 = typename decltype(t1)::type;
+    bool ok = true;
+    const auto st = scalar_row_state<Op, double>(inputs_of<Op, In0, In1>(q, r), q.in[0].cols);
+    out = Op::narrow(Op::coefs(st, Op::params(q.param), ok));
+  });
+  return out;
 }
-}  // namespace
 
-void scalar_norm_stats_f64(const onorm_request& q, int64_t r, double& mean, double& rstd) {
-  switch (q.in[0].dtype) {
-    case ONORM_F16: return norm_stats_f64<core::f16_bits>(q, r, mean, rstd);
-    case ONORM_BF16: return norm_stats_f64<core::bf16_bits>(q, r, mean, rstd);
-    case ONORM_F64: return norm_stats_f64<double>(q, r, mean, rstd);
-    default: return norm_stats_f64<float>(q, r, mean, rstd);
-  }
-}
+#define ONORM_CPU_INSTANTIATE_F64(ID, name, Type) \
+  template core::ops::Type::Coefs<float> scalar_coefs_f64<core::ops::Type>(const onorm_request&, int64_t);
+ONORM_OP_LIST(ONORM_CPU_INSTANTIATE_F64)
+#undef ONORM_CPU_INSTANTIATE_F64
 
 void scalar_run_rows(const onorm_request& q, int64_t r0, int64_t r1) {
-  switch (q.in[0].dtype) {
-    case ONORM_F32: return run_out<float>(q, r0, r1);
-    case ONORM_F16: return run_out<core::f16_bits>(q, r0, r1);
-    case ONORM_BF16: return run_out<core::bf16_bits>(q, r0, r1);
-    case ONORM_F64: return run_out<double>(q, r0, r1);
-    default: return;
-  }
+  core::ops::visit(q.op, [&](auto op) {
+    using Op = decltype(op);
+    with_input_types<Op>(q, [&](auto t0, auto t1) {
+      with_dtype(q.out[0].dtype, [&](auto to) {
+        run_typed<Op, typename decltype(t0)::type, typename decltype(t1)::type, typename decltype(to)::type>(q, r0, r1);
+      });
+    });
+  });
 }
 
 }  // namespace cpu

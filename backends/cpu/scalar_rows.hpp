@@ -1,14 +1,17 @@
-// The portable row kernels of the CPU backend: plain C++ over the core algebra. They serve
-// the dtype combinations the SIMD kernels do not specialize and are the CPU's last resort.
-// Rows are cut into fixed chunks whose states merge pairwise, so accuracy holds at 2^24+
-// columns and the result does not depend on the thread count.
+// The portable row kernels of the CPU backend: plain C++ generic over the op
+// (core/ops/row_op.hpp) with core::ops::ScalarMath. They serve the dtype combinations the SIMD
+// kernels do not take (f64; f16 without F16C; softmax backward's y and dy of two dtypes) and
+// the float64 fallback of ops that ask for it. Rows are cut into fixed chunks whose states
+// merge pairwise, so accuracy holds at 2^24+ columns and the result does not depend on the
+// thread count.
 #pragma once
 
-#include <cmath>
+#include <type_traits>
 
 #include "backend_interface.h"
-#include "onlinenorm/core/algebra.hpp"
 #include "onlinenorm/core/element.hpp"
+#include "onlinenorm/core/ops/dispatch.hpp"
+#include "onlinenorm/core/pairwise.hpp"
 
 namespace onorm {
 namespace cpu {
@@ -16,99 +19,81 @@ namespace cpu {
 // Short chunks: plain sums over 256 elements stay well inside the accuracy bounds.
 constexpr int64_t kScalarChunk = 256;
 
-template <typename In, typename Acc>
-struct ScalarRow {
-  const In* x;
-  int64_t cols;
-  Acc at(int64_t c) const { return static_cast<Acc>(core::element<In>::load(x[c])); }
+template <typename Acc, typename In>
+inline Acc load_as(const In& v) {
+  return static_cast<Acc>(core::element<In>::load(v));
+}
+
+// The row tensors an op reads, of one row: in[0] of In0 and (two-input ops) in[1] of In1.
+template <typename In0, typename In1>
+struct ScalarInputs {
+  const In0* x0;
+  const In1* x1;
+  template <class Op, typename Acc>
+  void at(int64_t c, Acc* v) const {
+    v[0] = load_as<Acc>(x0[c]);
+    if constexpr (Op::kInputs > 1) v[1] = load_as<Acc>(x1[c]);
+  }
 };
 
-// Chunk states of one row, merged in the fixed pairwise tree as they arrive (no allocation).
-template <typename State, typename In, typename Acc, typename ChunkFn>
-State scalar_row_state(const ScalarRow<In, Acc>& row, ChunkFn chunk_state) {
+// The op's state of one row in Acc: per fixed chunk the op's pass 1, pivot, pass 2 and state,
+// the chunk states merged in the fixed pairwise tree as they arrive (no allocation).
+template <class Op, typename Acc, typename In0, typename In1>
+typename Op::template State<Acc> scalar_row_state(const ScalarInputs<In0, In1>& x, int64_t cols) {
+  using State = typename Op::template State<Acc>;
+  const core::ops::ScalarMath<Acc> m;
   core::PairwiseFold<State> fold;
-  for (int64_t begin = 0; begin < row.cols; begin += kScalarChunk) {
-    const int64_t end = begin + kScalarChunk < row.cols ? begin + kScalarChunk : row.cols;
-    fold.push(chunk_state(begin, end));
+  Acc v[Op::kInputs];
+  for (int64_t b = 0; b < cols; b += kScalarChunk) {
+    const int64_t e = b + kScalarChunk < cols ? b + kScalarChunk : cols;
+    Acc r1 = Acc(0);
+    if constexpr (Op::kPass1 == core::ops::Pass1::kMax) {
+      r1 = core::neg_infinity<Acc>();
+      for (int64_t c = b; c < e; ++c) r1 = core::nan_max(r1, load_as<Acc>(x.x0[c]));
+    } else if constexpr (Op::kPass1 == core::ops::Pass1::kSum) {
+      for (int64_t c = b; c < e; ++c) r1 += load_as<Acc>(x.x0[c]);
+    }
+    const Acc p = Op::pivot(r1, e - b);
+    Acc acc[Op::kSums] = {};
+    for (int64_t c = b; c < e; ++c) {
+      x.template at<Op, Acc>(c, v);
+      Op::accumulate(m, acc, p, v);
+    }
+    fold.push(Op::template state<Acc>(e - b, r1, p, acc));
   }
   return fold.result();
 }
 
-template <typename In, typename Out, typename Acc>
-void scalar_softmax_row(const In* x, Out* y, int64_t cols, bool log) {
-  using MS = core::MaxSum<Acc>;
-  const ScalarRow<In, Acc> row{x, cols};
-  const MS s = scalar_row_state<MS>(row, [&](int64_t b, int64_t e) {
-    Acc m = core::neg_infinity<Acc>();
-    for (int64_t c = b; c < e; ++c) m = core::nan_max(m, row.at(c));
-    if (m == core::neg_infinity<Acc>()) return MS::identity();
-    Acc d = 0;
-    for (int64_t c = b; c < e; ++c) d += core::exp_of(row.at(c) - m);
-    return MS::of(m, d);
-  });
-  if (log) {
-    for (int64_t c = 0; c < cols; ++c) y[c] = core::store_from_double<Out>(s.log_softmax(row.at(c)));
-  } else {
-    for (int64_t c = 0; c < cols; ++c) y[c] = core::store_from_double<Out>(s.softmax(row.at(c)));
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// f(TypeTag<T>{}) for the storage type of a dtype (validated before: no other dtype arrives).
+template <typename F>
+inline void with_dtype(onorm_dtype t, F&& f) {
+  switch (t) {
+    case ONORM_F32: return f(TypeTag<float>{});
+    case ONORM_F16: return f(TypeTag<core::f16_bits>{});
+    case ONORM_BF16: return f(TypeTag<core::bf16_bits>{});
+    case ONORM_F64: return f(TypeTag<double>{});
+    default: return;
   }
 }
 
-// The norms' statistics are double on this path, for every input type: no float sum can
-// overflow or underflow for values in float's range, and eps keeps its double value.
-// Corrected two-pass per chunk (core::Welford::of_pivot): pivot = the chunk's plain mean.
-template <typename In>
-core::Welford<double> scalar_welford_state(const ScalarRow<In, double>& row) {
-  using W = core::Welford<double>;
-  return scalar_row_state<W>(row, [&](int64_t b, int64_t e) {
-    double sum = 0;
-    for (int64_t c = b; c < e; ++c) sum += row.at(c);
-    const double pivot = sum / static_cast<double>(e - b);
-    double s1 = 0, s2 = 0;
-    for (int64_t c = b; c < e; ++c) {
-      const double t = row.at(c) - pivot;
-      s1 += t;
-      s2 += t * t;
-    }
-    return W::of_pivot(e - b, pivot, s1, s2);
+// f(in[0]'s tag, in[1]'s tag); single-input ops get in[0]'s tag twice.
+template <class Op, typename F>
+inline void with_input_types(const onorm_request& q, F&& f) {
+  with_dtype(q.in[0].dtype, [&](auto t0) {
+    if constexpr (Op::kInputs > 1) with_dtype(q.in[1].dtype, [&](auto t1) { f(t0, t1); });
+    else f(t0, t0);
   });
 }
 
-template <typename In>
-core::SumSq<double> scalar_sum_sq_state(const ScalarRow<In, double>& row) {
-  using S = core::SumSq<double>;
-  return scalar_row_state<S>(row, [&](int64_t b, int64_t e) {
-    double sum = 0;
-    for (int64_t c = b; c < e; ++c) sum += row.at(c) * row.at(c);
-    return S::of(e - b, sum);
-  });
-}
-
-// LayerNorm (beta != nullptr or not) and RMSNorm (rms) of one row, finished in double.
-template <typename In, typename Out>
-void scalar_norm_row(const In* x, Out* y, int64_t cols, const In* gamma, const In* beta, double eps, bool rms,
-                     float* mean_out, float* rstd_out) {
-  const ScalarRow<In, double> row{x, cols};
-  double mean = 0, var = 0;
-  if (rms) {
-    var = scalar_sum_sq_state(row).mean_square();
-  } else {
-    const core::Welford<double> w = scalar_welford_state(row);
-    mean = w.mean;
-    var = w.variance();
-  }
-  const double rstd = 1.0 / std::sqrt(var + eps);
-  for (int64_t c = 0; c < cols; ++c) {
-    const double g = gamma ? static_cast<double>(core::element<In>::load(gamma[c])) : 1.0;
-    const double bt = beta ? static_cast<double>(core::element<In>::load(beta[c])) : 0.0;
-    y[c] = core::store_from_double<Out>((row.at(c) - mean) * rstd * g + bt);
-  }
-  if (mean_out) *mean_out = static_cast<float>(mean);
-  if (rstd_out) *rstd_out = static_cast<float>(rstd);
-}
-
-// LayerNorm / RMSNorm statistics of row r accumulated in double: the fallback for rows whose
-// float sums overflow or underflow (core/norm_stats.hpp), so finite inputs never do inside.
-void scalar_norm_stats_f64(const onorm_request& q, int64_t r, double& mean, double& rstd);
+// The coefficients of row r from its statistics taken in double (every input read again), for
+// rows whose float statistics the op does not trust (Op::kF64Fallback).
+template <class Op>
+typename Op::template Coefs<float> scalar_coefs_f64(const onorm_request& q, int64_t r);
 
 // Runs one validated request on rows [row_begin, row_end) with the scalar kernels.
 void scalar_run_rows(const onorm_request& q, int64_t row_begin, int64_t row_end);

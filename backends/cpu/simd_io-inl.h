@@ -1,0 +1,135 @@
+// Element I/O of the SIMD kernels: Lanes(DF) elements of a storage type loaded as f32 lanes,
+// f32 lanes stored rounded to the storage type (plain or streaming), partial vectors through a
+// buffer, and the software prefetch. Per target (Highway's -inl.h pattern).
+
+// Per-target include guard (see hwy/examples/skeleton-inl.h).
+#if defined(ONORM_CPU_SIMD_IO_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ONORM_CPU_SIMD_IO_INL_H_
+#undef ONORM_CPU_SIMD_IO_INL_H_
+#else
+#define ONORM_CPU_SIMD_IO_INL_H_
+#endif
+
+#include <cstring>
+
+#include "hwy/highway.h"
+#include "kernels.hpp"
+#include "onlinenorm/core/element.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace onorm {
+namespace cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// f16 in SIMD only where the hardware converts (F16C: round to nearest even, NaN and inf
+// exact); elsewhere Highway 1.0.3 emulates with truncation, so those targets use the scalar
+// kernels for f16.
+#undef ONORM_SIMD_F16
+#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX2) && !defined(HWY_DISABLE_F16C)
+#define ONORM_SIMD_F16 1
+#else
+#define ONORM_SIMD_F16 0
+#endif
+// Non-temporal stores where Highway maps Stream to a real streaming store.
+#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_SSE4)
+constexpr bool kCanStream = true;
+#else
+constexpr bool kCanStream = false;
+#endif
+
+constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+
+// Software prefetch one chunk ahead of the element being computed on, into L2: the compute
+// passes run over cached data while memory fetches what comes next (the rest of a long row,
+// or the next rows). Plain address arithmetic, no dereference: prefetching past the end of
+// the data is harmless.
+template <typename T>
+HWY_INLINE void PrefetchAhead(const T* p, size_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(kChunk) * sizeof(T);
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(a + b), 0, 2);
+}
+
+template <typename T>
+struct Io;
+
+template <>
+struct Io<float> {
+  static HWY_INLINE VF Load(DF d, const float* p) { return hn::LoadU(d, p); }
+  static HWY_INLINE void Store(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
+  static HWY_INLINE void Stream(DF d, VF v, float* p) { hn::Stream(v, d, p); }
+};
+
+template <>
+struct Io<core::bf16_bits> {
+  using D16 = hn::Rebind<uint16_t, DF>;
+  static HWY_INLINE VF Load(DF d, const core::bf16_bits* p) {
+    const D16 d16;
+    const hn::RebindToUnsigned<DF> du;
+    const auto u16 = hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p));
+    return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, u16)));
+  }
+  // Round to nearest even (Highway 1.0.3's DemoteTo truncates); NaN stays a quiet NaN.
+  static HWY_INLINE hn::Vec<D16> Round(DF d, VF v) {
+    const hn::RebindToUnsigned<DF> du;
+    const hn::RebindToSigned<DF> di;
+    const auto u = hn::BitCast(du, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du, 0x7fffu)), lsb));
+    const auto quiet = hn::ShiftRight<16>(hn::Or(u, hn::Set(du, 0x00400000u)));
+    const auto r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+    (void)d;
+    return hn::DemoteTo(D16(), hn::BitCast(di, r));  // values <= 0xffff: no saturation
+  }
+  static HWY_INLINE void Store(DF d, VF v, core::bf16_bits* p) {
+    hn::StoreU(Round(d, v), D16(), reinterpret_cast<uint16_t*>(p));
+  }
+  static HWY_INLINE void Stream(DF d, VF v, core::bf16_bits* p) {
+    hn::Stream(Round(d, v), D16(), reinterpret_cast<uint16_t*>(p));
+  }
+};
+
+#if ONORM_SIMD_F16
+template <>
+struct Io<core::f16_bits> {
+  using DH = hn::Rebind<hwy::float16_t, DF>;
+  using D16 = hn::Rebind<uint16_t, DF>;
+  static HWY_INLINE VF Load(DF d, const core::f16_bits* p) {
+    return hn::PromoteTo(d, hn::LoadU(DH(), reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+  static HWY_INLINE void Store(DF d, VF v, core::f16_bits* p) {
+    (void)d;
+    hn::StoreU(hn::DemoteTo(DH(), v), DH(), reinterpret_cast<hwy::float16_t*>(p));
+  }
+  static HWY_INLINE void Stream(DF d, VF v, core::f16_bits* p) {
+    (void)d;
+    hn::Stream(hn::BitCast(D16(), hn::DemoteTo(DH(), v)), D16(), reinterpret_cast<uint16_t*>(p));
+  }
+};
+#endif
+
+// Fewer than Lanes(d) elements: through a buffer, never touching memory past the end; the
+// lanes past n are `pad`.
+template <typename In>
+HWY_INLINE VF LoadTail(DF d, const In* p, size_t n, float pad) {
+  HWY_ALIGN In buf[kMaxLanes];
+  std::memset(static_cast<void*>(buf), 0, sizeof buf);
+  std::memcpy(static_cast<void*>(buf), static_cast<const void*>(p), n * sizeof(In));
+  return hn::IfThenElse(hn::FirstN(d, n), Io<In>::Load(d, buf), hn::Set(d, pad));
+}
+template <typename Out>
+HWY_INLINE void StoreTail(DF d, VF v, Out* p, size_t n) {
+  HWY_ALIGN Out buf[kMaxLanes];
+  Io<Out>::Store(d, v, buf);
+  std::memcpy(static_cast<void*>(p), static_cast<const void*>(buf), n * sizeof(Out));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cpu
+}  // namespace onorm
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard

@@ -1,0 +1,67 @@
+// The element math of the SIMD kernels: the fast exp of non-positive arguments and the math
+// policy the ops compute with (core/ops/row_op.hpp: the members of ScalarMath, on f32 lanes).
+// Per target (Highway's -inl.h pattern).
+
+// Per-target include guard (see hwy/examples/skeleton-inl.h).
+#if defined(ONORM_CPU_SIMD_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ONORM_CPU_SIMD_MATH_INL_H_
+#undef ONORM_CPU_SIMD_MATH_INL_H_
+#else
+#define ONORM_CPU_SIMD_MATH_INL_H_
+#endif
+
+#include "hwy/highway.h"
+#include "simd_io-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace onorm {
+namespace cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// exp(x) for x <= 0 (x = -inf included), the only range the ops ask for (x - max).
+// The same reduction and polynomial as hwy::Exp (two-part ln 2, degree-6 polynomial on
+// |r| <= ln2/2, about 1 ulp), but 2^n is built with one shift from the rounding constant and
+// no range handling beyond the low end: about half the instructions. Below -87.3 (where 2^n
+// would leave the normal range) it returns 0; the true value is under 1.2e-38 there. NaN
+// stays NaN.
+HWY_INLINE VF ExpNonPos(DF d, VF x) {
+  const hn::RebindToSigned<DF> di;
+  const VF kMagic = hn::Set(d, 12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const VF t = hn::MulAdd(x, hn::Set(d, 1.442695040888963407359924681f), kMagic);
+  const VF n = hn::Sub(t, kMagic);
+  VF r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), x);
+  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
+  VF q = hn::Set(d, +0.000198527617612853646278381f);
+  q = hn::MulAdd(q, r, hn::Set(d, +0.00139304355252534151077271f));
+  q = hn::MulAdd(q, r, hn::Set(d, +0.00833336077630519866943359f));
+  q = hn::MulAdd(q, r, hn::Set(d, +0.0416664853692054748535156f));
+  q = hn::MulAdd(q, r, hn::Set(d, +0.166666671633720397949219f));
+  q = hn::MulAdd(q, r, hn::Set(d, +0.5f));
+  const VF one = hn::Set(d, 1.0f);
+  const VF p = hn::MulAdd(hn::MulAdd(q, r, one), r, one);  // 1 + r + r^2 q
+  // t's low mantissa bits hold n (+ 2^22); (bits + 127) << 23 is the float 2^n.
+  const VF scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 127))));
+  return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -87.3f)), hn::Mul(p, scale));
+}
+
+// The ops' element math on f32 lanes (core::ops::ScalarMath's members). Plain inline, not
+// HWY_INLINE: the ops' functions, which call these, carry no target attributes and may not
+// force-inline target code (row_drivers-inl.h flattens both into the target's drivers).
+struct SimdMath {
+  using V = VF;
+  DF d;
+  inline V set(float s) const { return hn::Set(d, s); }
+  inline V add(V a, V b) const { return hn::Add(a, b); }
+  inline V sub(V a, V b) const { return hn::Sub(a, b); }
+  inline V mul(V a, V b) const { return hn::Mul(a, b); }
+  inline V mul_add(V a, V b, V c) const { return hn::MulAdd(a, b, c); }
+  inline V exp(V a) const { return ExpNonPos(d, a); }
+};
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cpu
+}  // namespace onorm
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard

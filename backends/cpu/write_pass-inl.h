@@ -1,0 +1,113 @@
+// The write pass of a range of one row, generic over the op (core/ops/row_op.hpp): every
+// element y = Op::finish(m, coefs, x, cols), or Op::finish_kept(m, coefs, kept, cols) from the
+// lift kept in pass 2; column vectors absent from the request load as Op::col_default.
+// Streaming stores where asked, software prefetch of the input ahead. Per target (Highway's
+// -inl.h pattern).
+
+// Per-target include guard (see hwy/examples/skeleton-inl.h).
+#if defined(ONORM_CPU_WRITE_PASS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ONORM_CPU_WRITE_PASS_INL_H_
+#undef ONORM_CPU_WRITE_PASS_INL_H_
+#else
+#define ONORM_CPU_WRITE_PASS_INL_H_
+#endif
+
+#include <type_traits>
+
+#include "chunk_passes-inl.h"
+#include "hwy/highway.h"
+#include "row_coefs.hpp"
+#include "simd_io-inl.h"
+#include "simd_math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace onorm {
+namespace cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// What a range is written from: the inputs (x[k] at the range's start) or the kept lift, and
+// the column vectors (col[c] at the range's start; those not in kColMask are not read).
+template <typename In>
+struct WriteSources {
+  const In* const* x;
+  const float* kept;
+  const In* const* col;
+};
+
+// y[i] for i in [0, n). kKept: from the kept lift; kColMask: the column vectors present.
+// pf: the input stream to prefetch ahead of (the row's in[0]), or nullptr.
+template <class Op, bool kKept, unsigned kColMask, typename In, typename Out>
+HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>& src, Out* y, size_t n,
+                           unsigned opts, const In* pf) {
+  constexpr int kCols = Op::kCols > 0 ? Op::kCols : 1;
+  const SimdMath m{d};
+  const bool stream = (opts & kOptStream) != 0;
+  if (!(opts & kOptPrefetch)) pf = nullptr;
+  const size_t N = hn::Lanes(d);
+  VF defaults[kCols];
+  for (int k = 0; k < kCols; ++k) defaults[k] = hn::Set(d, Op::col_default(k));
+  // The pointers in locals (registers): read through `src`, every vector store to y
+  // (may_alias) would make the compiler load them again.
+  const In* x[Op::kInputs];
+  const In* col[kCols];
+  const float* kept = src.kept;
+  for (int k = 0; k < Op::kInputs; ++k) x[k] = kKept ? nullptr : src.x[k];
+  for (int k = 0; k < kCols; ++k) col[k] = k < Op::kCols && ((kColMask >> k) & 1u) ? src.col[k] : nullptr;
+  // kPartial: count < N elements, through LoadTail.
+  auto compute = [=](size_t at, size_t count, auto partial) {
+    constexpr bool kPartial = decltype(partial)::value;
+    VF cv[kCols];
+    for (int k = 0; k < Op::kCols; ++k) {
+      if (!((kColMask >> k) & 1u)) cv[k] = defaults[k];
+      else if (kPartial) cv[k] = LoadTail(d, col[k] + at, count, Op::col_default(k));
+      else cv[k] = Io<In>::Load(d, col[k] + at);
+    }
+    if constexpr (kKept) {
+      const VF e = kPartial ? LoadTail(d, kept + at, count, 0.0f) : hn::LoadU(d, kept + at);
+      return Op::finish_kept(m, c, e, cv);
+    } else {
+      VF xv[Op::kInputs];
+      if (kPartial) LoadInputsTail<Op>(d, x, at, count, 0.0f, xv);
+      else LoadInputs<Op>(d, x, at, xv);
+      return Op::finish(m, c, xv, cv);
+    }
+  };
+  const std::true_type partial;
+  const std::false_type full;
+  size_t i = 0;
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(y);
+  if (kCanStream && stream && addr % sizeof(Out) == 0) {
+    const size_t vbytes = N * sizeof(Out);
+    size_t head = ((vbytes - addr % vbytes) % vbytes) / sizeof(Out);
+    if (head > n) head = n;
+    if (head) StoreTail(d, compute(0, head, partial), y, head);
+    i = head;
+    for (; i + N <= n; i += N) {
+      if (pf) PrefetchAhead(pf + i, N * sizeof(In));
+      Io<Out>::Stream(d, compute(i, N, full), y + i);
+    }
+  }
+  for (; i + N <= n; i += N) {
+    if (pf) PrefetchAhead(pf + i, N * sizeof(In));
+    Io<Out>::Store(d, compute(i, N, full), y + i);
+  }
+  if (i < n) StoreTail(d, compute(i, n - i, partial), y + i, n - i);
+}
+
+// WriteRange for the column vectors present (a run-time mask of up to Op::kCols bits).
+template <class Op, bool kKept, unsigned kColMask = 0, typename In, typename Out>
+HWY_INLINE void WriteRangeCols(unsigned mask, DF d, const FloatCoefs<Op>& c, const WriteSources<In>& src, Out* y,
+                               size_t n, unsigned opts, const In* pf) {
+  if constexpr (kColMask + 1 < (1u << Op::kCols)) {
+    if (mask != kColMask) return WriteRangeCols<Op, kKept, kColMask + 1>(mask, d, c, src, y, n, opts, pf);
+  }
+  WriteRange<Op, kKept, kColMask>(d, c, src, y, n, opts, pf);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cpu
+}  // namespace onorm
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
