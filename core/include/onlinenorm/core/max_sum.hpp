@@ -1,7 +1,7 @@
 // MaxSum: the state of online softmax, (running max m, sum of exp(x - m) d).
-// A monoid: identity (-inf, 0), push, associative combine, and the elementwise finish.
-// Edge cases handled here once: combining identities (-inf - -inf is NaN), all -inf rows,
-// NaN that max() would swallow, and +inf (which makes the row NaN, by the contract).
+// A monoid: identity (-inf, 0), push, associative combine. Edge cases of the merge handled here
+// once: combining identities (-inf - -inf is NaN), NaN that max() would swallow, and +inf (which
+// makes the sum NaN). What a row's state means for its outputs is the ops' (core/ops/softmax.hpp).
 #pragma once
 
 #include "onlinenorm/core/hd.hpp"
@@ -32,24 +32,6 @@ struct MaxSum {
     const T db = b.m == neg_infinity<T>() ? T(0) : b.d * exp_of(b.m - m);
     // m == +inf gives inf - inf = NaN for the +inf side(s): the row becomes NaN, as specified.
     return MaxSum{m, da + db};
-  }
-
-  // softmax(x) = exp(x - m) / d; an all -inf row gives zeros.
-  ONORM_HD_INLINE T softmax(T x) const {
-    if (m == neg_infinity<T>()) return T(0);
-    return exp_of(x - m) / d;
-  }
-  // The same with a precomputed 1/d, for kernels that multiply.
-  ONORM_HD_INLINE T inv_d() const { return T(1) / d; }
-
-  // log_softmax(x) = x - m - log(d); an all -inf row gives -inf.
-  ONORM_HD_INLINE T log_normalizer() const {
-    if (m == neg_infinity<T>()) return neg_infinity<T>();
-    return m + log_of(d);
-  }
-  ONORM_HD_INLINE T log_softmax(T x) const {
-    if (m == neg_infinity<T>()) return neg_infinity<T>();
-    return (x - m) - log_of(d);
   }
 };
 

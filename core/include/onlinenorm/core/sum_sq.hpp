@@ -24,11 +24,5 @@ struct SumSq {
   ONORM_HD_INLINE T rstd(T eps) const { return T(1) / sqrt_of(mean_square() + eps); }
 };
 
-// y = x * rstd * gamma
-template <typename T>
-ONORM_HD_INLINE T rms_norm_finish(T x, T rstd, T gamma) {
-  return x * rstd * gamma;
-}
-
 }  // namespace core
 }  // namespace onorm

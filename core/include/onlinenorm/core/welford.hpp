@@ -55,14 +55,7 @@ struct Welford {
 
   // Biased variance, as LayerNorm uses.
   ONORM_HD_INLINE T variance() const { return n > 0 ? m2 / static_cast<T>(n) : T(0); }
-  ONORM_HD_INLINE T rstd(T eps) const { return T(1) / sqrt_of(variance() + eps); }
 };
-
-// y = (x - mean) * rstd * gamma + beta
-template <typename T>
-ONORM_HD_INLINE T layer_norm_finish(T x, T mean, T rstd, T gamma, T beta) {
-  return (x - mean) * rstd * gamma + beta;
-}
 
 }  // namespace core
 }  // namespace onorm

@@ -1,6 +1,7 @@
 // RMSNorm: y_j = x_j * rstd * gamma_j, rstd = 1 / sqrt(mean(x^2) + eps). Statistics: the sum of
 // squares; the float / double rule and the scaled finish of core/norm_stats.hpp. Special
-// values (API.md): NaN or inf in the row make the row NaN.
+// values (API.md): a NaN in the row makes the row NaN; an inf makes rstd 0 (its element NaN,
+// inf * 0, the others 0).
 #pragma once
 
 #include "onlinenorm/core/norm_stats.hpp"
