@@ -2,12 +2,7 @@
 // the signature, and a call of a generic function with the op's type.
 #pragma once
 
-#include "onlinenorm/core/ops/layer_norm.hpp"
-#include "onlinenorm/core/ops/log_softmax.hpp"
-#include "onlinenorm/core/ops/op_list.h"
-#include "onlinenorm/core/ops/rms_norm.hpp"
-#include "onlinenorm/core/ops/softmax.hpp"
-#include "onlinenorm/core/ops/softmax_backward.hpp"
+#include "onlinenorm/core/ops/op_list.h"  // the list and, in C++, every op's definition
 
 namespace onorm {
 namespace core {

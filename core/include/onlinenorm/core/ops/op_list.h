@@ -2,7 +2,8 @@
    (onorm_op), the op names of the C ABI's messages, the tool and the benches, validation's and
    the reference's dispatch, and the backends' dispatch (core/ops/dispatch.hpp) all expand it.
    X(ID, name, Type): ONORM_OP_<ID>, its text, its definition onorm::core::ops::Type
-   (core/ops/<name>.hpp). C-compatible: included by src/backend_interface.h. */
+   (core/ops/<name>.hpp, included below for C++). C-compatible: included by
+   src/backend_interface.h. */
 #ifndef ONLINENORM_CORE_OPS_OP_LIST_H
 #define ONLINENORM_CORE_OPS_OP_LIST_H
 
@@ -16,5 +17,13 @@
 #define ONORM_OP_ENUM_ENTRY(ID, name, Type) ONORM_OP_##ID,
 typedef enum onorm_op { ONORM_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_COUNT } onorm_op;
 #undef ONORM_OP_ENUM_ENTRY
+
+#ifdef __cplusplus
+#include "onlinenorm/core/ops/layer_norm.hpp"
+#include "onlinenorm/core/ops/log_softmax.hpp"
+#include "onlinenorm/core/ops/rms_norm.hpp"
+#include "onlinenorm/core/ops/softmax.hpp"
+#include "onlinenorm/core/ops/softmax_backward.hpp"
+#endif
 
 #endif

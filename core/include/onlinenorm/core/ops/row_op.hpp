@@ -27,7 +27,6 @@
 #pragma once
 
 #include "onlinenorm/core/hd.hpp"
-#include "onlinenorm/core/ops/op_list.h"
 
 namespace onorm {
 namespace core {
