@@ -1,4 +1,5 @@
-// Device math for the kernels.
+// Device math for the kernels: the approximate exp and the GPU element-math policy of the ops
+// (core/ops/row_op.hpp: V, set, add, sub, mul, mul_add, exp).
 #pragma once
 
 #include "vendor_shim.hpp"
@@ -11,12 +12,22 @@ namespace gpu {
 // softmax bound is relative (results above ~1e-25, so t > -57.5) the total stays under 4e-6,
 // besides the |t| * 2^-24 that rounding t = x - m itself costs every implementation; below,
 // the bound's absolute 1e-30 covers it. -inf gives 0 (ex2 flushes), NaN stays NaN, 0 gives 1.
-// (A compensated variant, hi/lo split of log2 e, cost 4 more instructions per element and
-// made bf16 softmax compute-bound: bench/cuda/NOTES.md.)
 ONORM_DEV float fast_exp(float t) {
   constexpr float kLog2e = 1.44269502162933349609375f;  // float(log2 e)
   return shim::ex2_approx(t * kLog2e);
 }
+
+// The element math of every GPU placement: float lanes, the approximate exp. mul_add is a
+// plain a * b + c (the compiler contracts it as it did the hand-written finishes).
+struct GpuMath {
+  using V = float;
+  ONORM_DEV V set(float s) const { return s; }
+  ONORM_DEV V add(V a, V b) const { return a + b; }
+  ONORM_DEV V sub(V a, V b) const { return a - b; }
+  ONORM_DEV V mul(V a, V b) const { return a * b; }
+  ONORM_DEV V mul_add(V a, V b, V c) const { return a * b + c; }
+  ONORM_DEV V exp(V a) const { return fast_exp(a); }
+};
 
 }  // namespace gpu
 }  // namespace onorm
