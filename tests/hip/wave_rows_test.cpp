@@ -739,4 +739,106 @@ TEST(WaveRowsMerge, DoubleStatesOfOffsetSlices) {
   }
 }
 
+// ------------------------------------------------------------------ softmax backward
+// dx_j = y_j * (dy_j - sum_k y_k dy_k) through the plan on warps of 32 and 64 lanes: every
+// register shape and split rows, y / dy / dx of independent dtypes (a second input of another
+// vector width than the first), strides and unaligned rows, dx aliasing dy; a NaN in dy makes
+// its row NaN. Checked inline in float64 against API.md's bound (16-bit dx: plus one unit in
+// the last place of the reference).
+double ulp_of(double v, onorm_dtype d) {
+  if (d == ONORM_F32 || v == 0.0 || !std::isfinite(v)) return 0.0;
+  const int e = std::ilogb(v);
+  return d == ONORM_BF16 ? std::ldexp(1.0, e - 7) : std::ldexp(1.0, std::max(e, -14) - 10);
+}
+
+template <int W>
+void run_backward(onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t rows, int64_t cols, bool padded,
+                  bool in_place, std::mt19937_64& rng) {
+  char what[200];
+  std::snprintf(what, sizeof what, "W%d softmax_backward y %s dy %s dx %s %lldx%lld%s%s", W, dname(ydt), dname(dydt),
+                dname(dxdt), static_cast<long long>(rows), static_cast<long long>(cols), padded ? " padded" : "",
+                in_place ? " in place" : "");
+  SCOPED_TRACE(what);
+  if (in_place) dxdt = dydt;
+  const int64_t ys = cols + (padded ? 3 : 0), dys = cols + (padded ? 1 : 0);
+  const int64_t dxs = in_place ? dys : cols + (padded ? 5 : 0);
+  const size_t off = padded ? 1 : 0;
+  auto align64 = [](std::vector<unsigned char>& v) {
+    return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
+  };
+  std::vector<unsigned char> ybuf((rows * ys + off) * esize(ydt) + 64), dybuf((rows * dys + off) * esize(dydt) + 64),
+      dxbuf((rows * dxs + off) * esize(dxdt) + 64, 0xff);  // NaN poison: unwritten shows
+  void* y = align64(ybuf) + off * esize(ydt);
+  void* dy = align64(dybuf) + (padded ? 0 : off) * esize(dydt);  // padded: dy aligned, y not
+  void* dx = in_place ? dy : align64(dxbuf) + off * esize(dxdt);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> e(cols);
+    double sum = 0;
+    for (auto& v : e) sum += (v = std::exp(2.0 * n01(rng)));
+    for (int64_t k = 0; k < cols; ++k) {
+      onorm_ref::encode(e[k] / sum, y, ydt, r * ys + k);
+      onorm_ref::encode(r == 1 && k == cols / 2 ? NAN : n01(rng), dy, dydt, r * dys + k);
+    }
+  }
+  // The rounded inputs, before an in-place call overwrites dy.
+  std::vector<double> yd(rows * cols), dyd(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < cols; ++k) {
+      yd[r * cols + k] = onorm_ref::decode(y, ydt, r * ys + k);
+      dyd[r * cols + k] = onorm_ref::decode(dy, dydt, r * dys + k);
+    }
+  onorm_request q{};
+  q.op = ONORM_OP_SOFTMAX_BACKWARD;
+  q.in[0] = onorm_rows{y, ydt, rows, cols, ys};
+  q.in[1] = onorm_rows{dy, dydt, rows, cols, dys};
+  q.out[0] = onorm_rows{dx, dxdt, rows, cols, dxs};
+  SimLauncher launcher(W);
+  char err[256] = {0};
+  const onorm_status st = onorm::gpu::plan_any<W>(q, launcher, err, sizeof err);
+  std::string errors;
+  for (const auto& e : launcher.errors()) errors += "\n  " + e;
+  ASSERT_TRUE(launcher.errors().empty()) << "emulator: " << launcher.shapes() << errors;
+  ASSERT_EQ(st, ONORM_OK) << err;
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0, sabs = 0;
+    for (int64_t k = 0; k < cols; ++k) {
+      s += yd[r * cols + k] * dyd[r * cols + k];
+      sabs += std::fabs(yd[r * cols + k] * dyd[r * cols + k]);
+    }
+    for (int64_t k = 0; k < cols; ++k) {
+      const double got = onorm_ref::decode(dx, dxdt, r * dxs + k);
+      if (r == 1) {
+        ASSERT_TRUE(std::isnan(got)) << launcher.shapes() << ": NaN row, col " << k << " got " << got;
+        continue;
+      }
+      const double yk = yd[r * cols + k], dyk = dyd[r * cols + k];
+      const double ref = yk * (dyk - s);
+      const double bound = 1e-5 * std::fabs(yk) * (std::fabs(dyk) + sabs) + 1e-30 + ulp_of(ref, dxdt);
+      ASSERT_LE(std::fabs(got - ref), bound) << launcher.shapes() << ": row " << r << " col " << k << " got " << got
+                                             << " want " << ref;
+    }
+  }
+}
+
+TEST(WaveRowsBackward, SoftmaxBackward) {
+  std::mt19937_64 rng(31);
+  const std::tuple<onorm_dtype, onorm_dtype, onorm_dtype> dts[] = {
+      {ONORM_F32, ONORM_F32, ONORM_F32}, {ONORM_BF16, ONORM_BF16, ONORM_BF16}, {ONORM_F16, ONORM_F32, ONORM_BF16},
+      {ONORM_F32, ONORM_BF16, ONORM_F16}, {ONORM_BF16, ONORM_F16, ONORM_F32}};
+  for (int W : {32, 64}) {
+    int index = 0;
+    for (const auto& [ydt, dydt, dxdt] : dts) {
+      for (int64_t cols : widths()) {
+        const int64_t rows = cols <= 256 ? 70 : 3;
+        const bool padded = (index % 2) == 1, in_place = (index % 3) == 2;
+        ++index;
+        if (W == 64) run_backward<64>(ydt, dydt, dxdt, rows, cols, padded, in_place, rng);
+        else run_backward<32>(ydt, dydt, dxdt, rows, cols, padded, in_place, rng);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 }  // namespace
