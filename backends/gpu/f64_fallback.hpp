@@ -15,18 +15,58 @@ namespace gpu {
 template <typename Op>
 using dsums_t = Vals<double, Op::kSums>;
 
-// Register placements: the rows whose float coefficients failed (ok false) get cf again from
-// the register-held values (their conversion to double is exact), reduced over the row's TPR
-// lanes in the same trees as the float path. Every lane of the warp takes part in every
-// shuffle: the decision is made warp-uniform (TPR < WARP: several row groups share a warp;
+// The state of row `row` (n elements) in double, read again from global memory by the TPR
+// threads that share it (a group of lanes, or the block: TPR == BLOCK) in a fixed order and
+// reduced in fixed trees: every placement that recomputes a row gets the same bits. Every
+// lane of the warp (TPR <= WARP) or thread of the block (TPR == BLOCK) must call it: callers
+// decide warp- or block-uniformly. Its own shared arrays (the callers' scratch is not assumed
+// free). Not inlined: inlined, the double passes cost the float hot paths registers and
+// spills (ptxas, sm_90a: rows_kernel LayerNorm f32 72 -> 128 registers); as a call they keep
+// their allocation.
+// In place (out == in): register rows and a row held by one block (staged K == 1) are read
+// whole before they are written; the two-read schedule takes its coefficients in a launch of
+// their own before the finish (row_coefs_kernel); the CUDA cluster kernel holds every block at
+// a cluster barrier, and the cooperative staged schedule at a group barrier (coop_barrier),
+// until all have read the row.
+template <typename R, int WARP, int TPR, int BLOCK>
+__device__ __noinline__ typename R::Op::template State<double> row_state_f64(const RowArgs& a, int64_t row,
+                                                                             int64_t n, int lane) {
+  using Op = typename R::Op;
+  constexpr int NI = Op::kInputs;
+  __shared__ double red[TPR > WARP ? BLOCK / WARP : 1];
+  __shared__ dsums_t<Op> red2[TPR > WARP ? BLOCK / WARP : 1];
+  const core::ops::ScalarMath<double> m;
+  const auto* x0 = static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0];
+  const auto* x1 = static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1];
+  double r1 = pass1_identity<Op, double>();
+  if constexpr (Op::kPass1 != core::ops::Pass1::kNone) {
+    for (int64_t i = lane; i < n; i += TPR) r1 = pass1_fold<Op>(r1, static_cast<double>(io<typename R::In>::load1(x0 + i)));
+    if constexpr (kPass1Max<Op>) r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, MaxOp{});
+    else r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, AddOp{});
+  }
+  const double p = Op::pivot(r1, n > 0 ? n : 1);
+  dsums_t<Op> acc;
+#pragma unroll
+  for (int q = 0; q < Op::kSums; ++q) acc.v[q] = 0.0;
+  for (int64_t i = lane; i < n; i += TPR) {
+    double x[NI];
+    x[0] = static_cast<double>(io<typename R::In>::load1(x0 + i));
+    if constexpr (NI > 1) x[1] = static_cast<double>(io<typename R::In1>::load1(x1 + i));
+    Op::accumulate(m, acc.v, p, x);
+  }
+  acc = row_allreduce<WARP, TPR, BLOCK>(acc, lane, red2, AddOp{});
+  return Op::template state<double>(n, r1, p, acc.v);
+}
+
+// Register placements: the rows whose float coefficients failed (ok false) get cf again in
+// double. The decision is made warp-uniform (TPR < WARP: several row groups share a warp;
 // their flags are or-ed over the warp) or is block-uniform already (TPR == WARP: one group per
 // warp; TPR == BLOCK: every thread holds the row's coefficients). Rows that passed keep their
 // float coefficients: a row's result does not depend on its neighbours.
-template <typename R, int WARP, int TPR, int ITEMS, int BLOCK>
-ONORM_DEV void rows_f64(const float (&v)[R::Op::kInputs][ITEMS * R::kVec], int n, int lane,
-                        const typename R::Op::Params& prm, bool ok, coefs_t<typename R::Op>& cf) {
+template <typename R, int WARP, int TPR, int BLOCK>
+ONORM_DEV void rows_f64(const RowArgs& a, int64_t row, int n, int lane, const typename R::Op::Params& prm, bool ok,
+                        coefs_t<typename R::Op>& cf) {
   using Op = typename R::Op;
-  constexpr int VEC = R::kVec, NI = Op::kInputs;
   bool any = !ok;
   if constexpr (TPR < WARP) {
     // The flag is uniform within a group; a butterfly over the group bits of the lane index
@@ -37,86 +77,11 @@ ONORM_DEV void rows_f64(const float (&v)[R::Op::kInputs][ITEMS * R::kVec], int n
     any = f != 0.0f;
   }
   if (!any) return;  // warp-uniform (block-uniform for TPR == BLOCK)
-  __shared__ double red[TPR > WARP ? BLOCK / WARP : 1];
-  __shared__ dsums_t<Op> red2[TPR > WARP ? BLOCK / WARP : 1];
-  const core::ops::ScalarMath<double> m;
-  double r1 = pass1_identity<Op, double>();
-  if constexpr (Op::kPass1 != core::ops::Pass1::kNone) {
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const int c = (lane + i * TPR) * VEC;
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        if (c + j >= n) continue;
-        r1 = pass1_fold<Op>(r1, static_cast<double>(v[0][i * VEC + j]));
-      }
-    }
-    if constexpr (kPass1Max<Op>) r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, MaxOp{});
-    else r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, AddOp{});
-  }
-  const double p = Op::pivot(r1, n > 0 ? n : 1);
-  dsums_t<Op> acc;
-#pragma unroll
-  for (int q = 0; q < Op::kSums; ++q) acc.v[q] = 0.0;
-#pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int c = (lane + i * TPR) * VEC;
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      if (c + j >= n) continue;  // padding adds nothing
-      double x[NI];
-#pragma unroll
-      for (int k = 0; k < NI; ++k) x[k] = static_cast<double>(v[k][i * VEC + j]);
-      Op::accumulate(m, acc.v, p, x);
-    }
-  }
-  acc = row_allreduce<WARP, TPR, BLOCK>(acc, lane, red2, AddOp{});
+  const auto st = row_state_f64<R, WARP, TPR, BLOCK>(a, row, n, lane);
   if (!ok) {
     bool ok64;
-    cf = Op::narrow(Op::coefs(Op::template state<double>(n, r1, p, acc.v), prm, ok64));
+    cf = Op::narrow(Op::coefs(st, prm, ok64));
   }
-}
-
-// Block placements: the state of row `row` in double, read again from global memory. Every
-// thread of the block must call it (block reductions with barriers): callers decide on a
-// block-uniform merged state. Its own shared arrays (the callers' scratch is not assumed free).
-// Not inlined: inlined into staged_kernel it cost the hot path registers and spills (ptxas,
-// sm_90a); as a call the float paths keep their allocation.
-// In place (out == in): a row held by one block (staged K == 1) is read whole before that
-// block writes it; the two-read schedule takes its coefficients in a launch of their own
-// before the finish (row_coefs_kernel); the CUDA cluster kernel holds every block at a cluster
-// barrier, and the cooperative staged schedule at a group barrier (coop_barrier), until all
-// have read the row.
-template <typename R, int WARP, int BLOCK>
-__device__ __noinline__ typename R::Op::template State<double> row_state_f64(const RowArgs& a, int64_t row) {
-  using Op = typename R::Op;
-  constexpr int NI = Op::kInputs;
-  __shared__ double red[BLOCK / WARP];
-  __shared__ dsums_t<Op> red2[BLOCK / WARP];
-  const core::ops::ScalarMath<double> m;
-  const int64_t n = a.cols;
-  const auto* x0 = static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0];
-  const auto* x1 = static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1];
-  double r1 = pass1_identity<Op, double>();
-  if constexpr (Op::kPass1 != core::ops::Pass1::kNone) {
-    for (int64_t i = threadIdx.x; i < n; i += BLOCK) {
-      r1 = pass1_fold<Op>(r1, static_cast<double>(io<typename R::In>::load1(x0 + i)));
-    }
-    if constexpr (kPass1Max<Op>) r1 = block_allreduce<WARP, BLOCK>(r1, red, MaxOp{});
-    else r1 = block_allreduce<WARP, BLOCK>(r1, red, AddOp{});
-  }
-  const double p = Op::pivot(r1, n);
-  dsums_t<Op> acc;
-#pragma unroll
-  for (int q = 0; q < Op::kSums; ++q) acc.v[q] = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += BLOCK) {
-    double x[NI];
-    x[0] = static_cast<double>(io<typename R::In>::load1(x0 + i));
-    if constexpr (NI > 1) x[1] = static_cast<double>(io<typename R::In1>::load1(x1 + i));
-    Op::accumulate(m, acc.v, p, x);
-  }
-  acc = block_allreduce<WARP, BLOCK>(acc, red2, AddOp{});
-  return Op::template state<double>(n, r1, p, acc.v);
 }
 
 // The finish coefficients of a row from its merged state `fin`, which must be the same in
@@ -134,7 +99,7 @@ ONORM_DEV coefs_t<typename R::Op> merged_coefs(const RowArgs& a, int64_t row, co
     if (!ok) {
       reread = true;
       bool ok64;
-      return Op::narrow(Op::coefs(row_state_f64<R, WARP, BLOCK>(a, row), prm, ok64));
+      return Op::narrow(Op::coefs(row_state_f64<R, WARP, BLOCK, BLOCK>(a, row, a.cols, threadIdx.x), prm, ok64));
     }
   }
   return cf;

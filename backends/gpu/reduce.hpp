@@ -45,6 +45,13 @@ struct CombineOp {
 // states, Vals) word by word.
 ONORM_DEV float shfl_state(float v, int m, int w) { return shim::shfl_xor(v, m, w); }
 ONORM_DEV double shfl_state(double v, int m, int w) { return shim::shfl_xor(v, m, w); }
+template <typename T, int N>
+ONORM_DEV Vals<T, N> shfl_state(const Vals<T, N>& s, int m, int w) {
+  Vals<T, N> r;
+#pragma unroll
+  for (int i = 0; i < N; ++i) r.v[i] = shim::shfl_xor(s.v[i], m, w);
+  return r;
+}
 template <typename S>
 ONORM_DEV S shfl_state(const S& s, int m, int w) {
   constexpr int kWords = (sizeof(S) + 3) / 4;

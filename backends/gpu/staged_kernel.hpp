@@ -135,7 +135,8 @@ ONORM_DEV void staged_output(const RowArgs& a, const unsigned char* stage, int64
                              int64_t col0, const coefs_t<typename R::Op>& cf) {
   using Op = typename R::Op;
   constexpr int VEC = R::kVec, NI = Op::kInputs, NC = Op::kCols > 0 ? Op::kCols : 1;
-  constexpr int kUnroll = Op::kCols > 0 ? 2 : 4;
+  constexpr int kUnroll = Op::kCols > 0 ? 2 : 4;  // column loads per element: fewer in flight
+  (void)kUnroll;                                   // (host compilers ignore the pragma)
   const GpuMath m;
   Out* y = static_cast<Out*>(a.out) + row * a.out_stride + col0;
   const bool yal = a.out_vec != 0;
@@ -186,7 +187,7 @@ ONORM_DEV void staged_finish(const RowArgs& a, const unsigned char* stage, int64
       row_cf = shared_cf;
     } else {
       bool ok64;
-      row_cf = Op::narrow(Op::coefs(row_state_f64<R, WARP, BLOCK>(a, row), Op::params(a.param), ok64));
+      row_cf = Op::narrow(Op::coefs(row_state_f64<R, WARP, BLOCK, BLOCK>(a, row, a.cols, threadIdx.x), Op::params(a.param), ok64));
       reread_done();
     }
   } else {
