@@ -6,6 +6,7 @@
 #include "cluster_rows.cuh"
 #include "cuda_context.hpp"
 #include "launcher.hpp"
+#include "runtime_calls.hpp"
 
 namespace onorm {
 namespace cuda {
@@ -14,33 +15,18 @@ constexpr int kWarp = 32;  // NVIDIA warp width; the templates take it as a para
 
 class CudaRuntime {
  public:
-  static constexpr bool kClusters = true;
-  static constexpr bool kStaged = true;
-  CudaRuntime(CudaContext& ctx, char* err, size_t err_len) : ctx_(ctx), err_(err), err_len_(err_len) {}
-
-  const gpu::PlanCaps& caps() const { return ctx_.caps; }
-  gpu::Workspace& workspace() { return ctx_.ws; }
-  cudaStream_t stream() const { return ctx_.stream; }
-  onorm_status check(const char* what) { return try_cuda(cudaGetLastError(), what); }
-  onorm_status wait_event() { return try_cuda(cudaEventSynchronize(ctx_.ws_event), "cudaEventSynchronize"); }
-  onorm_status free(void* p) { return try_cuda(cudaFree(p), "cudaFree(workspace)"); }
-  onorm_status malloc(void** p, size_t n) { return try_cuda(cudaMalloc(p, n), "cudaMalloc(workspace)"); }
-  onorm_status zero(void* p, size_t n) { return try_cuda(cudaMemsetAsync(p, 0, n, ctx_.stream), "cudaMemsetAsync"); }
-  onorm_status stream_wait_event() {
-    return try_cuda(cudaStreamWaitEvent(ctx_.stream, ctx_.ws_event, 0), "cudaStreamWaitEvent");
-  }
-  onorm_status record_event() { return try_cuda(cudaEventRecord(ctx_.ws_event, ctx_.stream), "cudaEventRecord"); }
+  ONORM_GPU_RUNTIME_CALLS(cuda, CudaRuntime, CudaContext, cuda_fail, true, true)
 
   template <typename R, int W, int BLOCK>
   int staged_per_sm(size_t smem, onorm_status& status) {
     auto kern = gpu::staged_kernel<R, W, BLOCK>;
     if (smem > 48 * 1024) {
-      status = try_cuda(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
                         "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
       if (status != ONORM_OK) return 0;
     }
     int per_sm = 0;
-    status = try_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, BLOCK, smem),
+    status = try_call(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, BLOCK, smem),
                       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     return per_sm;
   }
@@ -53,7 +39,7 @@ class CudaRuntime {
     gpu::RowArgs args = a;
     gpu::SplitArgs split = s;
     void* params[] = {&args, &split};
-    return try_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(gpu::staged_kernel<R, W, BLOCK>),
+    return try_call(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(gpu::staged_kernel<R, W, BLOCK>),
                                                 dim3(grid), dim3(BLOCK), params, smem, ctx_.stream),
                     "cooperative staged launch");
   }
@@ -62,7 +48,7 @@ class CudaRuntime {
   bool cluster_fits(int K, onorm_status& status) {
     if (K <= 8) return true;  // the portable cluster size
     auto kern = cluster_rows_kernel<R, W, ITEMS, BLOCK>;
-    status = try_cuda(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+    status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                       "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
     if (status != ONORM_OK) return false;
     cudaLaunchAttribute attr[1];
@@ -78,7 +64,7 @@ class CudaRuntime {
   onorm_status cluster(unsigned grid, int K, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t cfg = config(grid, K, BLOCK, attr);
-    return try_cuda(cudaLaunchKernelEx(&cfg, cluster_rows_kernel<R, W, ITEMS, BLOCK>, a, s), "cluster launch");
+    return try_call(cudaLaunchKernelEx(&cfg, cluster_rows_kernel<R, W, ITEMS, BLOCK>, a, s), "cluster launch");
   }
 
  private:
@@ -95,12 +81,6 @@ class CudaRuntime {
     cfg.numAttrs = 1;
     return cfg;
   }
-  onorm_status try_cuda(cudaError_t e, const char* what) {
-    return e == cudaSuccess ? ONORM_OK : cuda_fail(e, what, err_, err_len_);
-  }
-  CudaContext& ctx_;
-  char* err_;
-  size_t err_len_;
 };
 
 template <typename Op, typename In>

@@ -144,6 +144,7 @@ bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
 template <typename R, int W, typename L>
 bool place_cluster(const RowArgs& a, L& l, onorm_status& status) {
   if constexpr (!L::kClusters) {
+    (void)a, (void)l, (void)status;
     return false;
   } else {
     using T = ClusterTiers<R>;
@@ -164,6 +165,7 @@ bool place_cluster(const RowArgs& a, L& l, onorm_status& status) {
 template <typename R, int W, typename L>
 bool place_staged(const RowArgs& a, L& l, onorm_status& status) {
   if constexpr (!L::kStaged) {
+    (void)a, (void)l, (void)status;
     return false;
   } else {
     const PlanCaps& caps = l.caps();

@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) r
   coefs_t<Op> cf = Op::narrow(Op::coefs(cs.template state<float>(), prm, ok));
   // Rows whose float coefficients the op does not trust: again in double (every lane calls
   // it; inactive groups never count).
-  if constexpr (Op::kF64Fallback) rows_f64<R, WARP, TPR, BLOCK>(a, rr, n, lane, prm, ok || n == 0, cf);
+  if constexpr (Op::kF64Fallback) rows_f64<R, WARP, TPR, ITEMS, BLOCK>(a, rr, v, n, lane, prm, ok || n == 0, cf);
   if (n > 0 && lane == 0) Op::write_row_outputs(cf, a.row_out, rr);
   // The chunk is the row: its chunk coefficients are the row's.
   finish_items<R, ITEMS, TPR>(a, 0, n, lane, v, cf);
