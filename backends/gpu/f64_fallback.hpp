@@ -21,23 +21,22 @@ using dsums_t = Vals<double, Op::kSums>;
 // lane of the warp (TPR <= WARP) or thread of the block (TPR == BLOCK) must call it: callers
 // decide warp- or block-uniformly. Its own shared arrays (the callers' scratch is not assumed
 // free). Not inlined: inlined, the double passes cost the float hot paths registers and
-// spills (ptxas, sm_90a; bench/cuda/NOTES.md); as a call they keep
-// their allocation.
+// spills; as a call they keep their allocation. Its arguments by value: a reference to the
+// kernel's RowArgs put a copy of them on every thread's stack (ptxas, sm_90a; bench/cuda/NOTES.md).
 // In place (out == in): register rows and a row held by one block (staged K == 1) are read
 // whole before they are written; the two-read schedule takes its coefficients in a launch of
 // their own before the finish (row_coefs_kernel); the CUDA cluster kernel holds every block at
 // a cluster barrier, and the cooperative staged schedule at a group barrier (coop_barrier),
 // until all have read the row.
 template <typename R, int WARP, int TPR, int BLOCK>
-__device__ __noinline__ typename R::Op::template State<double> row_state_f64(const RowArgs& a, int64_t row,
-                                                                             int64_t n, int lane) {
+__device__ __noinline__ typename R::Op::template State<double> row_state_f64(const typename R::In* x0,
+                                                                             const typename R::In1* x1, int64_t n,
+                                                                             int lane) {
   using Op = typename R::Op;
   constexpr int NI = Op::kInputs;
   __shared__ double red[TPR > WARP ? BLOCK / WARP : 1];
   __shared__ dsums_t<Op> red2[TPR > WARP ? BLOCK / WARP : 1];
   const core::ops::ScalarMath<double> m;
-  const auto* x0 = static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0];
-  const auto* x1 = static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1];
   double r1 = pass1_identity<Op, double>();
   if constexpr (Op::kPass1 != core::ops::Pass1::kNone) {
     for (int64_t i = lane; i < n; i += TPR) r1 = pass1_fold<Op>(r1, static_cast<double>(io<typename R::In>::load1(x0 + i)));
@@ -58,53 +57,25 @@ __device__ __noinline__ typename R::Op::template State<double> row_state_f64(con
   return Op::template state<double>(n, r1, p, acc.v);
 }
 
-// The same from a thread's register-held values (their conversion to double is exact): what
-// short rows use, where the call's registers would cost the float path more than the double
-// passes inlined (ptxas, sm_90a; bench/cuda/NOTES.md). Pads are neutral in pass 1 and pass 2
-// (kPadWithPivot: set to the pivot), as in the float passes.
-template <typename R, int WARP, int TPR, int ITEMS, int BLOCK>
-ONORM_DEV typename R::Op::template State<double> registers_state_f64(const float (&v)[R::Op::kInputs][ITEMS * R::kVec],
-                                                                     int n, int lane) {
-  using Op = typename R::Op;
-  constexpr int VEC = R::kVec, NI = Op::kInputs;
-  __shared__ double red[TPR > WARP ? BLOCK / WARP : 1];
-  __shared__ dsums_t<Op> red2[TPR > WARP ? BLOCK / WARP : 1];
-  const core::ops::ScalarMath<double> m;
-  double r1 = pass1_identity<Op, double>();
-  if constexpr (Op::kPass1 != core::ops::Pass1::kNone) {
-#pragma unroll
-    for (int e = 0; e < ITEMS * VEC; ++e) r1 = pass1_fold<Op>(r1, static_cast<double>(v[0][e]));
-    if constexpr (kPass1Max<Op>) r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, MaxOp{});
-    else r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, AddOp{});
-  }
-  const double p = Op::pivot(r1, n > 0 ? n : 1);
-  dsums_t<Op> acc;
-#pragma unroll
-  for (int q = 0; q < Op::kSums; ++q) acc.v[q] = 0.0;
-#pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int c = (lane + i * TPR) * VEC;
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      double x[NI];
-#pragma unroll
-      for (int k = 0; k < NI; ++k) x[k] = static_cast<double>(v[k][i * VEC + j]);
-      if constexpr (Op::kPadWithPivot) x[0] = c + j < n ? x[0] : p;
-      Op::accumulate(m, acc.v, p, x);
-    }
-  }
-  acc = row_allreduce<WARP, TPR, BLOCK>(acc, lane, red2, AddOp{});
-  return Op::template state<double>(n, r1, p, acc.v);
+// row_state_f64 of row `row` of a request.
+template <typename R, int WARP, int TPR, int BLOCK>
+ONORM_DEV typename R::Op::template State<double> request_row_state_f64(const RowArgs& a, int64_t row, int64_t n,
+                                                                       int lane) {
+  return row_state_f64<R, WARP, TPR, BLOCK>(static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0],
+                                            static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1], n,
+                                            lane);
 }
 
 // Register placements: the rows whose float coefficients failed (ok false) get cf again in
 // double. The decision is made warp-uniform (TPR < WARP: several row groups share a warp;
 // their flags are or-ed over the warp) or is block-uniform already (TPR == WARP: one group per
 // warp; TPR == BLOCK: every thread holds the row's coefficients). Rows that passed keep their
-// float coefficients: a row's result does not depend on its neighbours.
-template <typename R, int WARP, int TPR, int ITEMS, int BLOCK>
-ONORM_DEV void rows_f64(const RowArgs& a, int64_t row, const float (&v)[R::Op::kInputs][ITEMS * R::kVec], int n,
-                        int lane, const typename R::Op::Params& prm, bool ok, coefs_t<typename R::Op>& cf) {
+// float coefficients: a row's result does not depend on its neighbours. Returns whether the
+// warp took the double path: the caller then loads its values again, so that they are not
+// live across the call (which would cost the float path registers).
+template <typename R, int WARP, int TPR, int BLOCK>
+ONORM_DEV bool rows_f64(const RowArgs& a, int64_t row, int n, int lane, const typename R::Op::Params& prm, bool ok,
+                        coefs_t<typename R::Op>& cf) {
   using Op = typename R::Op;
   bool any = !ok;
   if constexpr (TPR < WARP) {
@@ -115,14 +86,13 @@ ONORM_DEV void rows_f64(const RowArgs& a, int64_t row, const float (&v)[R::Op::k
     for (int o = WARP / 2; o >= TPR; o >>= 1) f += shim::shfl_xor(f, o, WARP);
     any = f != 0.0f;
   }
-  if (!any) return;  // warp-uniform (block-uniform for TPR == BLOCK)
-  typename Op::template State<double> st;
-  if constexpr (ITEMS * R::kVec <= 16) st = registers_state_f64<R, WARP, TPR, ITEMS, BLOCK>(v, n, lane);
-  else st = row_state_f64<R, WARP, TPR, BLOCK>(a, row, n, lane);
+  if (!any) return false;  // warp-uniform (block-uniform for TPR == BLOCK)
+  const auto st = request_row_state_f64<R, WARP, TPR, BLOCK>(a, row, n, lane);
   if (!ok) {
     bool ok64;
     cf = Op::narrow(Op::coefs(st, prm, ok64));
   }
+  return true;
 }
 
 // The finish coefficients of a row from its merged state `fin`, which must be the same in
@@ -140,7 +110,7 @@ ONORM_DEV coefs_t<typename R::Op> merged_coefs(const RowArgs& a, int64_t row, co
     if (!ok) {
       reread = true;
       bool ok64;
-      return Op::narrow(Op::coefs(row_state_f64<R, WARP, BLOCK, BLOCK>(a, row, a.cols, threadIdx.x), prm, ok64));
+      return Op::narrow(Op::coefs(request_row_state_f64<R, WARP, BLOCK, BLOCK>(a, row, a.cols, threadIdx.x), prm, ok64));
     }
   }
   return cf;

@@ -11,10 +11,10 @@ namespace onorm {
 namespace gpu {
 
 // Register cap: 64 per thread where the rows fit (16 floats per thread, ops without column
-// vectors), else 128.
+// vectors), else 80 (three blocks of 256 threads per SM; ptxas, sm_90a).
 template <typename R, int ITEMS, int BLOCK>
 constexpr int rows_min_blocks() {
-  return BLOCK > 256 ? 1 : (R::Op::kCols > 0 || R::Op::kInputs * ITEMS * R::kVec > 16 ? 2 : 4) * (256 / BLOCK);
+  return BLOCK > 256 ? 1 : (R::Op::kCols > 0 || R::Op::kInputs * ITEMS * R::kVec > 16 ? 3 : 4) * (256 / BLOCK);
 }
 
 template <typename R, int WARP, int TPR, int ITEMS, int BLOCK>
@@ -36,8 +36,13 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) r
   bool ok;
   coefs_t<Op> cf = Op::narrow(Op::coefs(cs.template state<float>(), prm, ok));
   // Rows whose float coefficients the op does not trust: again in double (every lane calls
-  // it; inactive groups never count).
-  if constexpr (Op::kF64Fallback) rows_f64<R, WARP, TPR, ITEMS, BLOCK>(a, rr, v, n, lane, prm, ok || n == 0, cf);
+  // it; inactive groups never count), read from memory; then the values again (not written yet).
+  if constexpr (Op::kF64Fallback) {
+    if (rows_f64<R, WARP, TPR, BLOCK>(a, rr, n, lane, prm, ok || n == 0, cf)) {
+      load_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+      if constexpr (Op::kKeepsLift) chunk_passes<R, ITEMS, TPR>(v, n, lane, RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
+    }
+  }
   if (n > 0 && lane == 0) Op::write_row_outputs(cf, a.row_out, rr);
   // The chunk is the row: its chunk coefficients are the row's.
   finish_items<R, ITEMS, TPR>(a, 0, n, lane, v, cf);
