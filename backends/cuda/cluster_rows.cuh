@@ -65,14 +65,10 @@ __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_rows_kernel(gpu::
   cluster.sync();  // no block leaves (its shared memory) before all have read; `merged` visible
   bool reread;
   const gpu::coefs_t<Op> cf = gpu::merged_coefs<R, WARP, BLOCK>(a, row, merged, reread);
-  if (reread) {  // cluster-uniform (the same merged state everywhere)
-    cluster.sync();  // in place: no block writes its slice before every block has read the row
-    // The slice again (its own columns, not written yet): v is not live across the double
-    // path's call (one branch: the compiler sees it dead there), which keeps the hot path's
-    // register count.
-    gpu::load_inputs<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
-    if constexpr (Op::kKeepsLift) gpu::slice_passes<R, WARP, ITEMS, BLOCK>(v, n, lane, scratch);  // the kept values
-  }
+  // The row was read again in double (cluster-uniform: the same merged state everywhere). In
+  // place, no block writes its slice before every block has read the row. (Loading v again
+  // after the call, to keep it dead across it, cost more spills: ptxas, sm_90a.)
+  if (reread) cluster.sync();
   gpu::slice_finish<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, cf, cs, slice == 0);
 #endif
 }

@@ -10,11 +10,16 @@
 namespace onorm {
 namespace gpu {
 
-// Register cap: 64 per thread where the rows fit (16 floats per thread, ops without column
-// vectors), else 80 (three blocks of 256 threads per SM; ptxas, sm_90a).
+// Register caps (ptxas, sm_90a; bench/cuda/NOTES.md): blocks of 256 threads (or the same
+// threads in blocks of 128) get 40 registers where one or two vectors per thread without
+// column vectors fit them, 64 for up to 16 floats per thread, else 80; blocks of 512 threads 64
+// for up to 16 floats per thread, else 128.
 template <typename R, int ITEMS, int BLOCK>
 constexpr int rows_min_blocks() {
-  return BLOCK > 256 ? 1 : (R::Op::kCols > 0 || R::Op::kInputs * ITEMS * R::kVec > 16 ? 3 : 4) * (256 / BLOCK);
+  constexpr int kFloats = R::Op::kInputs * ITEMS * R::kVec;
+  if constexpr (BLOCK > 256) return kFloats > 16 ? 1 : 2;
+  return (R::Op::kCols == 0 && ITEMS <= 2 && kFloats <= 16 ? 6 : R::Op::kCols == 0 && kFloats <= 16 ? 4 : 3) *
+         (256 / BLOCK);
 }
 
 template <typename R, int WARP, int TPR, int ITEMS, int BLOCK>
