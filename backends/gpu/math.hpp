@@ -2,7 +2,8 @@
 // (core/ops/row_op.hpp: V, set, add, sub, mul, mul_add, exp).
 #pragma once
 
-#include "vendor_shim.hpp"
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+#include "onlinenorm/core/ops/row_op.hpp"
 
 namespace onorm {
 namespace gpu {
@@ -17,15 +18,10 @@ ONORM_DEV float fast_exp(float t) {
   return shim::ex2_approx(t * kLog2e);
 }
 
-// The element math of every GPU placement: float lanes, the approximate exp. mul_add is a
-// plain a * b + c (the compiler contracts it as it did the hand-written finishes).
-struct GpuMath {
-  using V = float;
-  ONORM_DEV V set(float s) const { return s; }
-  ONORM_DEV V add(V a, V b) const { return a + b; }
-  ONORM_DEV V sub(V a, V b) const { return a - b; }
-  ONORM_DEV V mul(V a, V b) const { return a * b; }
-  ONORM_DEV V mul_add(V a, V b, V c) const { return a * b + c; }
+// The element math of every GPU placement: the scalar policy on floats (core/ops/row_op.hpp;
+// mul_add a plain a * b + c, which the compiler contracts as it did the hand-written finishes)
+// with the approximate exp.
+struct GpuMath : core::ops::ScalarMath<float> {
   ONORM_DEV V exp(V a) const { return fast_exp(a); }
 };
 
