@@ -9,7 +9,7 @@
 #                                 .hip-headers/ (HIP's headers for the HIP-on-NVIDIA build);
 #                                 name both in the device tool's `carry`.
 #   THERE, from the repository root:
-#     scripts/gpu.sh check [--no-bench] [--no-torch] [--no-sanitize] [--no-pipeline]
+#     scripts/gpu.sh check [--no-bench] [--no-torch] [--no-sanitize]
 #                                 CUDA build, ctest, onorm_bench_cuda --check (+ --big), the hard
 #                                 data through other routings, memcheck and racecheck, then the
 #                                 CUDA benchmark beside PyTorch; a summary line and table last.
@@ -96,10 +96,9 @@ configure() {
 
 # CUDA build, tests, checks and sanitizers; the benchmark beside PyTorch unless --no-bench.
 check() {
-  local bench=1 torch=1 sanitize=1 pipeline=1 a
+  local bench=1 torch=1 sanitize=1 a
   for a in "$@"; do
     case "$a" in
-      --no-pipeline) pipeline=0 ;;
       --no-bench) bench=0 ;;
       --no-torch) torch=0 ;;
       --no-sanitize) sanitize=0 ;;
@@ -131,22 +130,12 @@ check() {
     grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Skipped|Not Run|Timeout" "$OUT/ctest.log" | head -30
   fi
 
-  local status_check=skipped status_pipe=skipped
+  local status_check=skipped
   if [ -x $B/bin/onorm_bench_cuda ]; then
     t0=$(date +%s)
     { $B/bin/onorm_bench_cuda --check && $B/bin/onorm_bench_cuda --check --big; } > "$OUT/check.log" 2>&1 \
       && status_check=ok || status_check=FAILED
     echo "check: $status_check ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|check:" "$OUT/check.log" | head -20
-    # The pipelined split schedule (opt-in): the same check, bounded in time.
-    if [ $pipeline = 1 ]; then
-      t0=$(date +%s)
-      echo "---- ONLINENORM_TUNE=pipeline=1" >> "$OUT/check.log"
-      ONLINENORM_TUNE=pipeline=1 timeout 300 $B/bin/onorm_bench_cuda --check >> "$OUT/check.log" 2>&1 \
-        && status_pipe=ok || status_pipe="FAILED($?)"
-      echo "check (pipelined): $status_pipe ($(( $(date +%s) - t0 )) s)"; tail -1 "$OUT/check.log"
-    else
-      echo "check (pipelined): not run (--no-pipeline)"
-    fi
   fi
 
   # The hard norm data (--check --hard: offsets, outliers at chunk boundaries, tiny rows with
@@ -171,10 +160,6 @@ check() {
       >> "$OUT/check.log" 2>&1 && status_mem=ok || status_mem="FAILED($?)"
     timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/onorm_bench_cuda --check --sanitize \
       >> "$OUT/check.log" 2>&1 && status_race=ok || status_race="FAILED($?)"
-    if [ "$status_pipe" = ok ]; then
-      ONLINENORM_TUNE=pipeline=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
-        $B/bin/onorm_bench_cuda --check --sanitize >> "$OUT/check.log" 2>&1 || status_mem="$status_mem pipelined:FAILED($?)"
-    fi
     echo "sanitizer: memcheck $status_mem racecheck $status_race ($(( $(date +%s) - t0 )) s)"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|check:" "$OUT/check.log" | tail -4
   fi
@@ -183,8 +168,7 @@ check() {
     $B/bin/onorm_bench_cuda --csv "$OUT/onorm.csv" > "$OUT/bench.log" 2>&1 || echo "bench: FAILED"
     # Alternatives to the default routing, measured in the same run (bench/cuda/NOTES.md).
     local alt
-    for alt in "pipeline=1:16384,32768,131072,262144,1048576" "pipeline=1,stage_bytes=65536:32768,1048576" \
-               "stage_bytes=16384:32768,1048576" "reg_cols=2048:4096"; do
+    for alt in "stage_bytes=16384:32768,1048576" "reg_cols=2048:4096"; do
       echo "---- ONLINENORM_TUNE=${alt%%:*} widths ${alt#*:}" >> "$OUT/bench.log"
       ONLINENORM_TUNE=${alt%%:*} timeout 120 $B/bin/onorm_bench_cuda --widths "${alt#*:}" --quick 2>&1 \
         | grep -v "^backend\|^op " >> "$OUT/bench.log"
@@ -197,7 +181,7 @@ check() {
   fi
 
   echo "================ summary ================"
-  echo "build $status_build | ctest $status_ctest | check $status_check | check pipelined $status_pipe |" \
+  echo "build $status_build | ctest $status_ctest | check $status_check |" \
     "hard routings $status_hard | memcheck $status_mem | racecheck $status_race"
   if [ ! -f "$OUT/table.md" ] && [ -f "$OUT/onorm.csv" ] && [ -f bench/cuda/results/h200_torch.csv ]; then
     # torch not re-run: the side-by-side table from the recorded torch run on this device kind.
@@ -211,7 +195,7 @@ check() {
     cat "$OUT/bench.log"
   fi
   [ $status_build = ok ] && [ $status_ctest = ok ] && [ $status_check = ok ] && [ $status_hard = ok ] &&
-    [[ "$status_pipe" != FAILED* ]] && { [ $sanitize = 0 ] || { [ "$status_mem" = ok ] && [ "$status_race" = ok ]; }; }
+    { [ $sanitize = 0 ] || { [ "$status_mem" = ok ] && [ "$status_race" = ok ]; }; }
 }
 
 # HIP through HIP's NVIDIA platform: the same HIP sources compiled by nvcc against the staged
@@ -308,7 +292,7 @@ all() {
   mkdir -p "$top/cuda" "$top/hip"
   (OUT=$top/hip timeout 450 "$root/scripts/gpu.sh" hip --no-bench > "$top/hip_summary.txt" 2>&1; echo "hip exit $?" >> "$top/hip_summary.txt") &
   hip_pid=$!
-  OUT=$top/cuda timeout 500 "$root/scripts/gpu.sh" check --no-bench --no-torch --no-pipeline 2>&1 | tee "$top/cuda_summary.txt"
+  OUT=$top/cuda timeout 500 "$root/scripts/gpu.sh" check --no-bench --no-torch 2>&1 | tee "$top/cuda_summary.txt"
   rc_cuda=${PIPESTATUS[0]}
   wait $hip_pid
   timeout 120 $B/bin/onorm bench --backend cuda --json "$top/onorm_bench_cuda.json" \

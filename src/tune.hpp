@@ -30,7 +30,6 @@ constexpr Key kTuneKeys[] = {
     {"reg_cols", 0, (1ll << 40)},          // longest row kept in registers (both dtypes)
     {"stage_bytes", 4096, (1ll << 30)},    // shared-memory stage of the staged kernel
     {"tworead", 0, 1},                     // long rows always take the two-read schedule
-    {"pipeline", 0, 1},                    // the pipelined split schedule for long rows
     {"cluster", 0, 1},                     // thread-block clusters (on where the device has them)
     {"cluster_cols", 1, (1ll << 40)},      // shortest row split over a cluster (both dtypes)
     {"cluster_max", 1, 16},                // largest cluster, blocks per row

@@ -176,7 +176,7 @@ TEST(Create, EnvironmentIgnoredForExplicitBackend) {
 // variable serves a whole process; a key nobody knows or a bad value is refused, naming the key.
 TEST(Create, TuneAccepted) {
   for (const char* v : {"", "stream=0", "stream=0,prefetch=0,twoexp=1", "cluster=0,tworead=1,reg_cols=0",
-                        "cluster_max=16,", "short_wide=0,,pipeline=1"}) {
+                        "cluster_max=16,", "short_wide=0,,tworead=1"}) {
     EnvGuard env("ONLINENORM_TUNE", v);
     EXPECT_EQ(create(ONORM_BACKEND_CPU, 0), ONORM_OK) << "'" << v << "': " << onorm_last_error();
   }

@@ -15,25 +15,6 @@
 namespace onorm {
 namespace cuda {
 
-onorm_status ensure_workspace(CudaContext& ctx, cudaStream_t stream, size_t bytes, char* err, size_t err_len) {
-  if (bytes <= ctx.ws_bytes) return ONORM_OK;
-  size_t grow = ctx.ws_bytes * 2;
-  if (grow < bytes) grow = bytes;
-  if (grow < (size_t(1) << 16)) grow = size_t(1) << 16;
-  if (ctx.ws) {
-    // Earlier launches may still use the old buffer: wait for them before freeing it.
-    if (ctx.ws_event_recorded) ONORM_CUDA_TRY(cudaEventSynchronize(ctx.ws_event), "cudaEventSynchronize");
-    ONORM_CUDA_TRY(cudaFree(ctx.ws), "cudaFree(workspace)");
-    ctx.ws = nullptr;
-    ctx.ws_bytes = 0;
-  }
-  ONORM_CUDA_TRY(cudaMalloc(&ctx.ws, grow), "cudaMalloc(workspace)");
-  ctx.ws_bytes = grow;
-  // Zeroed tags never match a launch's epoch (which is never 0).
-  ONORM_CUDA_TRY(cudaMemsetAsync(ctx.ws, 0, grow, stream), "cudaMemsetAsync(workspace)");
-  return ONORM_OK;
-}
-
 namespace {
 
 int device_count(char* why, size_t why_len) {
@@ -71,20 +52,21 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   if (!ctx) return ONORM_ERROR_OUT_OF_MEMORY;
   ctx->device = device;
   ctx->name = "cuda:" + std::to_string(device) + " (" + prop.name + ")";
-  ctx->info.sms = prop.multiProcessorCount;
-  ctx->info.l2_bytes = prop.l2CacheSize;
-  ctx->info.warp = prop.warpSize;
+  // The planner's capabilities (gpu/row_plan.hpp), then the ONLINENORM_TUNE keys (src/tune.hpp,
+  // docs/tuning.md; onorm_create has checked their syntax and ranges).
+  gpu::PlanCaps& caps = ctx->caps;
+  caps.sms = prop.multiProcessorCount;
+  caps.l2_bytes = prop.l2CacheSize;
+  caps.smem_max = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
   int coop = 0;
   cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device);
-  ctx->info.coop = coop;
-  // ONLINENORM_TUNE keys (src/tune.hpp, docs/tuning.md; onorm_create has checked their syntax
-  // and ranges). Defaults come from cuda_context.hpp and the device.
-  DeviceInfo& info = ctx->info;
+  caps.coop = coop != 0;
+  caps.reg_max_cols_16 = 4096;  // 16-bit rows from 4096 columns: staged, then clusters
+  caps.short_wide = true;
   const long long reg = tune::get("reg_cols", -1);
-  if (reg >= 0) info.reg_max_cols_f32 = info.reg_max_cols_16 = reg;
-  info.force_two_read = static_cast<int>(tune::get("tworead", info.force_two_read));
-  info.pipelined = static_cast<int>(tune::get("pipeline", info.pipelined));
-  // Three stages of stage_bytes (plus the merge scratch) must fit a block's shared memory.
+  if (reg >= 0) caps.reg_max_cols_f32 = caps.reg_max_cols_16 = reg;
+  caps.force_two_read = tune::get("tworead", 0) != 0;
+  // Two stages of stage_bytes per input (plus the merge scratch) must fit a block's shared memory.
   const long long stage = tune::get("stage_bytes", -1);
   const long long stage_cap = static_cast<long long>(prop.sharedMemPerBlockOptin) / 3 - 1024;
   if (stage > stage_cap) {
@@ -93,14 +75,14 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
     delete ctx;
     return ONORM_ERROR_INVALID_ARGUMENT;
   }
-  if (stage >= 0) info.staged_chunk_bytes = stage / 16 * 16;
-  info.cluster = prop.major >= 9 && tune::get("cluster", 1) != 0;
+  if (stage >= 0) caps.staged_chunk_bytes = stage / 16 * 16;
+  caps.cluster = prop.major >= 9 && tune::get("cluster", 1) != 0;
   const long long cluster_cols = tune::get("cluster_cols", -1);
-  if (cluster_cols >= 0) info.cluster_min_cols_f32 = info.cluster_min_cols_16 = cluster_cols;
-  info.cluster_max = static_cast<int>(tune::get("cluster_max", info.cluster_max));
-  info.cluster_min_tier = static_cast<int>(tune::get("cluster_tier", info.cluster_min_tier));
-  info.cluster_prefetch = static_cast<int>(tune::get("cluster_prefetch", info.cluster_prefetch));
-  info.short_wide = static_cast<int>(tune::get("short_wide", info.short_wide));
+  if (cluster_cols >= 0) caps.cluster_min_cols_f32 = caps.cluster_min_cols_16 = cluster_cols;
+  caps.cluster_max = static_cast<int>(tune::get("cluster_max", caps.cluster_max));
+  caps.cluster_min_tier = static_cast<int>(tune::get("cluster_tier", caps.cluster_min_tier));
+  caps.cluster_prefetch = tune::get("cluster_prefetch", 1) != 0;
+  caps.short_wide = tune::get("short_wide", 1) != 0;
   const cudaError_t e = cudaEventCreateWithFlags(&ctx->ws_event, cudaEventDisableTiming);
   if (e != cudaSuccess) {
     delete ctx;
@@ -114,9 +96,9 @@ void close(void* impl) {
   auto* ctx = static_cast<CudaContext*>(impl);
   if (!ctx) return;
   cudaSetDevice(ctx->device);
-  if (ctx->ws) {
-    if (ctx->ws_event_recorded) cudaEventSynchronize(ctx->ws_event);
-    cudaFree(ctx->ws);
+  if (ctx->ws.ptr) {
+    if (ctx->ws.recorded) cudaEventSynchronize(ctx->ws_event);
+    cudaFree(ctx->ws.ptr);
   }
   if (ctx->ws_event) cudaEventDestroy(ctx->ws_event);
   delete ctx;
@@ -147,45 +129,14 @@ int supports_dtype(void*, onorm_dtype dtype, int) {
   return dtype == ONORM_F32 || dtype == ONORM_F16 || dtype == ONORM_BF16;
 }
 
-size_t dtype_bytes(onorm_dtype d) { return d == ONORM_F32 ? 4 : 2; }
-
-bool aligned(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
-
 onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) {
   auto* ctx = static_cast<CudaContext*>(impl);
   ONORM_CUDA_TRY(cudaSetDevice(ctx->device), "cudaSetDevice");
-  gpu::RowArgs a{};
-  a.x = q->in[0].data;
-  a.y = q->out[0].data;
-  a.rows = q->in[0].rows;
-  a.cols = q->in[0].cols;
-  a.xs = q->in[0].row_stride;
-  a.ys = q->out[0].row_stride;
-  a.gamma = q->col[0];
-  a.beta = q->op == ONORM_OP_LAYER_NORM ? q->col[1] : nullptr;
-  a.mean = mean_out(*q);
-  a.rstd = rstd_out(*q);
-  a.eps = q->param[0];
-  a.op = q->op == ONORM_OP_SOFTMAX ? gpu::kOpSoftmax
-         : q->op == ONORM_OP_LOG_SOFTMAX ? gpu::kOpLogSoftmax
-         : q->op == ONORM_OP_LAYER_NORM ? gpu::kOpLayerNorm
-                                          : gpu::kOpRmsNorm;
-  a.out_dtype = q->out[0].dtype == ONORM_F32 ? gpu::kF32 : q->out[0].dtype == ONORM_F16 ? gpu::kF16 : gpu::kBF16;
-  const size_t in_bytes = dtype_bytes(q->in[0].dtype), out_bytes = dtype_bytes(q->out[0].dtype);
-  const int64_t vec = static_cast<int64_t>(16 / in_bytes);  // elements per input vector
-  // Vector paths: every row start aligned for a VEC-element access.
-  a.x_vec = aligned(a.x, 16) && a.xs % vec == 0;
-  const size_t ystore = static_cast<size_t>(vec) * out_bytes < 16 ? static_cast<size_t>(vec) * out_bytes : 16;
-  a.y_vec = aligned(a.y, ystore) && a.ys % vec == 0;
-  a.gb_vec = aligned(a.gamma, 16) && aligned(a.beta, 16);
-  switch (q->in[0].dtype) {
-    case ONORM_F32: return launch_rows<float>(*ctx, a, err, err_len);
-    case ONORM_F16: return launch_rows<core::f16_bits>(*ctx, a, err, err_len);
-    case ONORM_BF16: return launch_rows<core::bf16_bits>(*ctx, a, err, err_len);
-    default:
-      std::snprintf(err, err_len, "cuda: input dtype %d is not supported", static_cast<int>(q->in[0].dtype));
-      return ONORM_ERROR_UNSUPPORTED;
-  }
+  // One request at a time per context: the stream and the workspace are shared state.
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  return gpu::visit_request(*q, [&](auto op, auto in) {
+    return run_rows<decltype(op), typename decltype(in)::type>(*ctx, *q, err, err_len);
+  }, err, err_len);
 }
 
 onorm_status alloc(void* impl, size_t bytes, void** out, char* err, size_t err_len) {

@@ -89,22 +89,40 @@ ONORM_DEV void store_vec(Out* p, const float* v) {
   }
 }
 
+// Loads N consecutive elements of T as floats: whole 16-byte vectors, or one 8-byte access
+// (four 16-bit elements: a second input of another dtype than the first, whose vectors set N).
+// p is aligned to min(16, N * sizeof(T)) bytes.
+template <typename T, int N>
+ONORM_DEV void load_n(const T* p, float* o) {
+  constexpr int kV = io<T>::kVec;
+  if constexpr (N % kV == 0) {
+#pragma unroll
+    for (int q = 0; q < N / kV; ++q) io<T>::load_vec(p + q * kV, o + q * kV);
+  } else {
+    static_assert(N * sizeof(T) == 8, "an 8-byte access of four 16-bit elements");
+    const uint2 w = *reinterpret_cast<const uint2*>(p);
+    o[0] = io<T>::cvt(static_cast<uint16_t>(w.x & 0xffffu));
+    o[1] = io<T>::cvt(static_cast<uint16_t>(w.x >> 16));
+    o[2] = io<T>::cvt(static_cast<uint16_t>(w.y & 0xffffu));
+    o[3] = io<T>::cvt(static_cast<uint16_t>(w.y >> 16));
+  }
+}
+
 // Loads ITEMS vectors of VEC elements for one thread of a group of STRIDE threads: item i
 // covers elements [(lane + i*STRIDE)*VEC, +VEC) of p[0, n). Out-of-range elements get `pad`.
 // `aligned`: p is 16-byte aligned (the vector path is legal).
-template <typename In, int ITEMS, int STRIDE>
+template <typename In, int ITEMS, int STRIDE, int VEC = io<In>::kVec>
 ONORM_DEV void load_items(const In* p, int n, int lane, float* v, bool aligned, float pad) {
-  constexpr int VEC = io<In>::kVec;
   if (aligned && (lane + (ITEMS - 1) * STRIDE) * VEC + VEC <= n) {
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i) io<In>::load_vec(p + (lane + i * STRIDE) * VEC, v + i * VEC);
+    for (int i = 0; i < ITEMS; ++i) load_n<In, VEC>(p + (lane + i * STRIDE) * VEC, v + i * VEC);
     return;
   }
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     const int c = (lane + i * STRIDE) * VEC;
     if (aligned && c + VEC <= n) {
-      io<In>::load_vec(p + c, v + i * VEC);
+      load_n<In, VEC>(p + c, v + i * VEC);
     } else {
 #pragma unroll
       for (int j = 0; j < VEC; ++j) v[i * VEC + j] = c + j < n ? io<In>::load1(p + c + j) : pad;
@@ -112,12 +130,11 @@ ONORM_DEV void load_items(const In* p, int n, int lane, float* v, bool aligned, 
   }
 }
 
-// Loads the VEC elements of item c (gamma / beta), with the same alignment rule.
-template <typename In>
+// Loads the VEC elements of item c (columns, shared memory), with the same alignment rule.
+template <typename In, int VEC = io<In>::kVec>
 ONORM_DEV void load_one_item(const In* p, int c, int n, bool aligned, float pad, float* v) {
-  constexpr int VEC = io<In>::kVec;
   if (aligned && c + VEC <= n) {
-    io<In>::load_vec(p + c, v);
+    load_n<In, VEC>(p + c, v);
   } else {
 #pragma unroll
     for (int j = 0; j < VEC; ++j) v[j] = c + j < n ? io<In>::load1(p + c + j) : pad;

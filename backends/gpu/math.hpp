@@ -1,7 +1,9 @@
-// Device math for the kernels.
+// Device math for the kernels: the approximate exp and the GPU element-math policy of the ops
+// (core/ops/row_op.hpp: V, set, add, sub, mul, mul_add, exp).
 #pragma once
 
-#include "vendor_shim.hpp"
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+#include "onlinenorm/core/ops/row_op.hpp"
 
 namespace onorm {
 namespace gpu {
@@ -11,12 +13,17 @@ namespace gpu {
 // softmax bound is relative (results above ~1e-25, so t > -57.5) the total stays under 4e-6,
 // besides the |t| * 2^-24 that rounding t = x - m itself costs every implementation; below,
 // the bound's absolute 1e-30 covers it. -inf gives 0 (ex2 flushes), NaN stays NaN, 0 gives 1.
-// (A compensated variant, hi/lo split of log2 e, cost 4 more instructions per element and
-// made bf16 softmax compute-bound: bench/cuda/NOTES.md.)
 ONORM_DEV float fast_exp(float t) {
   constexpr float kLog2e = 1.44269502162933349609375f;  // float(log2 e)
   return shim::ex2_approx(t * kLog2e);
 }
+
+// The element math of every GPU placement: the scalar policy on floats (core/ops/row_op.hpp;
+// mul_add a plain a * b + c, which the compiler contracts as it did the hand-written finishes)
+// with the approximate exp.
+struct GpuMath : core::ops::ScalarMath<float> {
+  ONORM_DEV V exp(V a) const { return fast_exp(a); }
+};
 
 }  // namespace gpu
 }  // namespace onorm

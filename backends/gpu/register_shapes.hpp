@@ -1,32 +1,70 @@
-// The register regime's row shapes for 32-lane warps (NVIDIA, and RDNA under HIP), smallest
-// first: (threads per row, vectors per thread, block, rows per group). One thread holds at most
-// 32 floats; one row per group (several collapsed 16-bit short rows on the H200,
-// bench/cuda/NOTES.md v2). A backend expands a list with its own TRY(TPR, ITEMS, BLOCK, RPG),
-// which launches the first shape whose TPR * ITEMS * vector width covers the row.
+// The register placement's row shapes, per warp width and vector width, smallest first:
+// TRY(threads per row, vectors per thread and input, block). The planner (row_plan.hpp) takes
+// the first shape whose TPR * ITEMS * vector width covers the row. One thread holds at most
+// 32 floats per input; a row group never exceeds the warp, blocks are whole warps. Measured
+// choices (bench/cuda/NOTES.md): one row per group; on NVIDIA, short rows take the "wide"
+// entries (half the lanes per row, twice the vectors per thread: fewer shuffle levels, more
+// bytes in flight per thread), ONLINENORM_TUNE=short_wide=0 the plain ones.
 #pragma once
 
+// ------------------------------------------------------------- 32-lane warps (NVIDIA, RDNA)
 // 4 elements per 16-byte vector (f32); the comment is the widest row each shape holds.
 #define ONORM_GPU_W32_SHAPES_VEC4(TRY) \
-  TRY(8, 1, 256, 1)     /* 32 */       \
-  TRY(16, 1, 256, 1)    /* 64 */       \
-  TRY(32, 1, 256, 1)    /* 128 */      \
-  TRY(32, 2, 256, 1)    /* 256 */      \
-  TRY(32, 4, 256, 1)    /* 512 */      \
-  TRY(32, 8, 256, 1)    /* 1024 */     \
-  TRY(128, 4, 128, 1)   /* 2048 */     \
-  TRY(256, 4, 256, 1)   /* 4096 */     \
-  TRY(512, 4, 512, 1)   /* 8192 */     \
-  TRY(512, 8, 512, 1)   /* 16384 */
-
+  TRY(8, 1, 256)     /* 32 */          \
+  TRY(16, 1, 256)    /* 64 */          \
+  TRY(32, 1, 256)    /* 128 */         \
+  TRY(32, 2, 256)    /* 256 */         \
+  TRY(32, 4, 256)    /* 512 */         \
+  TRY(32, 8, 256)    /* 1024 */        \
+  TRY(128, 4, 128)   /* 2048 */        \
+  TRY(256, 4, 256)   /* 4096 */        \
+  TRY(512, 4, 512)   /* 8192 */        \
+  TRY(512, 8, 512)   /* 16384 */
 // 8 elements per 16-byte vector (f16, bf16).
 #define ONORM_GPU_W32_SHAPES_VEC8(TRY) \
-  TRY(4, 1, 256, 1)     /* 32 */       \
-  TRY(8, 1, 256, 1)     /* 64 */       \
-  TRY(16, 1, 256, 1)    /* 128 */      \
-  TRY(32, 1, 256, 1)    /* 256 */      \
-  TRY(32, 2, 256, 1)    /* 512 */      \
-  TRY(32, 4, 256, 1)    /* 1024 */     \
-  TRY(128, 2, 128, 1)   /* 2048 */     \
-  TRY(256, 2, 256, 1)   /* 4096 */     \
-  TRY(512, 2, 512, 1)   /* 8192 */     \
-  TRY(512, 4, 512, 1)   /* 16384 */
+  TRY(4, 1, 256)     /* 32 */          \
+  TRY(8, 1, 256)     /* 64 */          \
+  TRY(16, 1, 256)    /* 128 */         \
+  TRY(32, 1, 256)    /* 256 */         \
+  TRY(32, 2, 256)    /* 512 */         \
+  TRY(32, 4, 256)    /* 1024 */        \
+  TRY(128, 2, 128)   /* 2048 */        \
+  TRY(256, 2, 256)   /* 4096 */        \
+  TRY(512, 2, 512)   /* 8192 */        \
+  TRY(512, 4, 512)   /* 16384 */
+// Wide short rows, tried first where the device asks for them (short_wide).
+#define ONORM_GPU_W32_WIDE_SHAPES_VEC4(TRY) \
+  TRY(4, 2, 256)     /* 32 */               \
+  TRY(8, 2, 256)     /* 64 */               \
+  TRY(16, 2, 256)    /* 128 */              \
+  TRY(16, 4, 256)    /* 256 */
+#define ONORM_GPU_W32_WIDE_SHAPES_VEC8(TRY) \
+  TRY(4, 1, 256)     /* 32 */               \
+  TRY(4, 2, 256)     /* 64 */               \
+  TRY(8, 2, 256)     /* 128 */              \
+  TRY(16, 2, 256)    /* 256 */
+
+// ------------------------------------------------------------- 64-lane waves (CDNA)
+// Wider waves take 64-lane groups up to 1K-2K columns.
+#define ONORM_GPU_W64_SHAPES_VEC4(TRY) \
+  TRY(8, 1, 256)     /* 32 */          \
+  TRY(16, 1, 256)    /* 64 */          \
+  TRY(32, 1, 256)    /* 128 */         \
+  TRY(64, 1, 256)    /* 256 */         \
+  TRY(64, 2, 256)    /* 512 */         \
+  TRY(64, 4, 256)    /* 1024 */        \
+  TRY(128, 4, 128)   /* 2048 */        \
+  TRY(256, 4, 256)   /* 4096 */        \
+  TRY(512, 4, 512)   /* 8192 */        \
+  TRY(512, 8, 512)   /* 16384 */
+#define ONORM_GPU_W64_SHAPES_VEC8(TRY) \
+  TRY(4, 1, 256)     /* 32 */          \
+  TRY(8, 1, 256)     /* 64 */          \
+  TRY(16, 1, 256)    /* 128 */         \
+  TRY(32, 1, 256)    /* 256 */         \
+  TRY(64, 1, 256)    /* 512 */         \
+  TRY(64, 2, 256)    /* 1024 */        \
+  TRY(64, 4, 256)    /* 2048 */        \
+  TRY(256, 2, 256)   /* 4096 */        \
+  TRY(512, 2, 512)   /* 8192 */        \
+  TRY(512, 4, 512)   /* 16384 */

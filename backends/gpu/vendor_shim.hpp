@@ -8,15 +8,15 @@
 //                                   of the warp calls it (full mask on CUDA).
 //   ex2_approx(x)                   2^x, at most ~2 ulp relative error for results in the normal
 //                                   range; may flush subnormal results to 0; NaN -> NaN,
-//                                   -inf -> 0. (fast_exp() in math.hpp builds exp() on it with a
-//                                   compensated log2(e) scaling: total error ~|t| * 2^-24 + 2 ulp.)
+//                                   -inf -> 0. (fast_exp() in math.hpp builds exp() on it.)
 //   f16_to_f32 / f32_to_f16_rn / bf16_to_f32 / f32_to_bf16_rn   on uint16_t bit patterns,
 //                                   round-to-nearest-even exactly as core/convert.hpp (NaN may be
 //                                   canonicalized: it stays NaN).
 //   load_acquire_u64(p), store_release_u64(p, v)   device-scope acquire load / release store.
 //   Vec16                           a 16-byte vector type for loads and stores (uint4).
 //   sync_threads()                  block barrier.
-//   prefetch_l2(p)                  optional hint (may be a no-op).
+//   ONORM_DYNAMIC_SMEM(name)        declares `unsigned char* name`-like access to the block's
+//                                   dynamic shared memory (16-byte aligned).
 //   cp_async_16(smem, gmem), cp_async_commit(), cp_async_wait<N>()
 //                                   16-byte global -> shared copies in commit groups; wait<N>
 //                                   leaves at most N groups in flight (may be synchronous).
@@ -42,6 +42,7 @@
 // ---------------------------------------------------------------- HIP (AMD)
 #include <hip/hip_runtime.h>
 #define ONORM_DEV __device__ __forceinline__
+#define ONORM_DYNAMIC_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 namespace onorm {
 namespace gpu {
 namespace shim {
@@ -70,7 +71,6 @@ ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) {
   __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
 }
 ONORM_DEV void sync_threads() { __syncthreads(); }
-ONORM_DEV void prefetch_l2(const void*) {}
 // Asynchronous global -> shared copies (here synchronous; a HIP branch may do better).
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) {
   *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
@@ -87,6 +87,7 @@ template <int N> ONORM_DEV void cp_async_wait() {}
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define ONORM_DEV __device__ __forceinline__
+#define ONORM_DYNAMIC_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 namespace onorm {
 namespace gpu {
 namespace shim {
@@ -123,8 +124,6 @@ ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) {
   asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 ONORM_DEV void sync_threads() { __syncthreads(); }
-// Hint: bring one line into L2 (used to overlap the next chunk's read with a row merge).
-ONORM_DEV void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 // Asynchronous 16-byte global -> shared copy (cp.async, sm_80+), grouped by commit; wait<N>
 // returns when at most N of this thread's groups are still in flight.
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) {

@@ -14,7 +14,6 @@
 #include "backend_interface.h"
 #include "hip_check.hpp"
 #include "hip_context.hpp"
-#include "onlinenorm/core/element.hpp"
 
 namespace onorm {
 namespace hip {
@@ -73,6 +72,8 @@ onorm_status open(int index, void** impl, char* err, size_t err_len) {
   auto* ctx = new (std::nothrow) HipContext;
   if (!ctx) return ONORM_ERROR_OUT_OF_MEMORY;
   ctx->device = d;
+  if (d.l2_bytes > 0) ctx->caps.l2_bytes = d.l2_bytes;
+  ctx->caps.sms = d.multiprocessors;
   const hipError_t ev = hipEventCreateWithFlags(&ctx->ws_event, hipEventDisableTiming);
   if (ev != hipSuccess) {
     delete ctx;
@@ -91,9 +92,9 @@ void close(void* impl) {
   if (!ctx) return;
   // Failures here have nowhere to go: close cannot fail.
   (void)hipSetDevice(ctx->device.index);
-  if (ctx->ws) {
-    if (ctx->ws_event_recorded) (void)hipEventSynchronize(ctx->ws_event);
-    (void)hipFree(ctx->ws);
+  if (ctx->ws.ptr) {
+    if (ctx->ws.recorded) (void)hipEventSynchronize(ctx->ws_event);
+    (void)hipFree(ctx->ws.ptr);
   }
   if (ctx->ws_event) (void)hipEventDestroy(ctx->ws_event);
   delete ctx;
@@ -121,14 +122,11 @@ int supports_dtype(void*, onorm_dtype dtype, int) {
 
 template <int W>
 onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
-  switch (q.in[0].dtype) {
-    case ONORM_F32: return run_rows<W, float>(ctx, q, err, err_len);
-    case ONORM_F16: return run_rows<W, core::f16_bits>(ctx, q, err, err_len);
-    case ONORM_BF16: return run_rows<W, core::bf16_bits>(ctx, q, err, err_len);
-    default:
-      std::snprintf(err, err_len, "hip: input dtype %d is not supported", static_cast<int>(q.in[0].dtype));
-      return ONORM_ERROR_UNSUPPORTED;
-  }
+  // One request at a time per context: the stream and the workspace are shared state.
+  std::lock_guard<std::mutex> lock(ctx.mu);
+  return gpu::visit_request(q, [&](auto op, auto in) {
+    return run_rows<W, decltype(op), typename decltype(in)::type>(ctx, q, err, err_len);
+  }, err, err_len);
 }
 
 onorm_status run(void* impl, const onorm_request* request, char* err, size_t err_len) {

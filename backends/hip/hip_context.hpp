@@ -11,6 +11,8 @@
 #include <string>
 
 #include "backend_interface.h"
+#include "gpu/row_plan.hpp"
+#include "gpu/workspace.hpp"
 
 namespace onorm {
 namespace hip {
@@ -28,20 +30,17 @@ struct HipDevice {
 struct HipContext {
   HipDevice device;
   std::string name;
+  gpu::PlanCaps caps;             // no clusters, no cooperative schedule: registers, two reads
   std::mutex mu;                  // guards stream and workspace
   hipStream_t stream = nullptr;   // nullptr: the device's null stream
-  // Workspace of split rows, grown as needed. Every launch that uses it waits for the event
-  // recorded after the previous user (also across streams).
-  void* ws = nullptr;
-  size_t ws_bytes = 0;
-  hipEvent_t ws_event = nullptr;
-  bool ws_event_recorded = false;
+  gpu::Workspace ws;
+  hipEvent_t ws_event = nullptr;  // recorded after the workspace's last user
 };
 
-// Runs a validated request whose input dtype is In (float, core::f16_bits, core::bf16_bits) on
-// the context's stream with the kernels instantiated for warp width W (generated from
-// hip_rows.hip.in, one file per pair). Asynchronous; launch failures are reported.
-template <int W, typename In>
+// Runs a validated request of op Op whose first input's element type is In on the context's
+// stream with the kernels instantiated for warp width W (generated from hip_rows.hip.in, one
+// file per triple). Asynchronous; launch failures are reported. Call with ctx.mu held.
+template <int W, typename Op, typename In>
 onorm_status run_rows(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
 
 }  // namespace hip

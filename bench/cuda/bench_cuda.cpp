@@ -137,6 +137,18 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, const char* width
           std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f\n", prop.name, onorm_ref::op_name(op),
                        dtype_name(dt), (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
       }
+      {  // softmax backward: reads y and dy, writes dx (1.5x the bytes of a forward op)
+        const double ms = time_it([&](int s) {
+          onorm_rows y{xs[s], dt, rows, cols, cols}, dy{xs[s ^ 1], dt, rows, cols, cols}, dx{ys[s], dt, rows, cols, cols};
+          OK(onorm_softmax_backward(ctx, &y, &dy, &dx));
+        });
+        const double tbps = 3.0 * bytes / (ms * 1e-3) / 1e12;
+        std::printf("%-12s %-5s %8lld %8lld %9.4f %7.3f %7.3f %5.1f%%\n", "softmax_bwd", dtype_name(dt), (long long)cols,
+                    (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
+        if (csv)
+          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f\n", prop.name, "softmax_backward", dtype_name(dt),
+                       (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
+      }
       std::fflush(stdout);
     }
     for (int s = 0; s < kSets; ++s) {
@@ -258,10 +270,75 @@ void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
   for (void* p : {dx, dy, dg, db, static_cast<void*>(dm), static_cast<void*>(dr)}) OK(onorm_free(ctx, p));
 }
 
+// Softmax backward, dx_j = y_j * (dy_j - sum_k y_k dy_k), y / dy / dx of independent dtypes,
+// checked in float64 against API.md's bound (16-bit dx: plus one unit in the last place of the
+// reference); a NaN in dy makes its row NaN; bitwise the same on a second call; dx may alias dy.
+double ulp_of(double v, onorm_dtype d) {
+  if (d == ONORM_F32 || v == 0.0 || !std::isfinite(v)) return 0.0;
+  const int e = std::ilogb(v);
+  return d == ONORM_BF16 ? std::ldexp(1.0, e - 7) : std::ldexp(1.0, std::max(e, -14) - 10);
+}
+
+void run_backward(onorm_context ctx, onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t rows, int64_t cols,
+                  bool in_place, std::mt19937& rng) {
+  if (in_place) dxdt = dydt;
+  const int64_t ys = cols + 3, dys = cols + 8;
+  const int64_t dxs = in_place ? dys : cols;
+  std::vector<unsigned char> hy(size_t(rows * ys) * onorm_dtype_size(ydt)), hdy(size_t(rows * dys) * onorm_dtype_size(dydt));
+  std::normal_distribution<double> n01(0.0, 1.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> e(cols);
+    double sum = 0;
+    for (auto& v : e) sum += (v = std::exp(2.0 * n01(rng)));
+    for (int64_t k = 0; k < cols; ++k) {
+      onorm_ref::encode(e[k] / sum, hy.data(), ydt, r * ys + k);
+      onorm_ref::encode(r == 1 && k == cols / 2 ? NAN : n01(rng), hdy.data(), dydt, r * dys + k);
+    }
+  }
+  void *dy_d, *y_d, *dx_d;
+  const size_t dx_bytes = size_t(rows * dxs) * onorm_dtype_size(dxdt);
+  OK(onorm_malloc(ctx, hy.size() + 16, &y_d));
+  OK(onorm_malloc(ctx, hdy.size() + 16, &dy_d));
+  OK(onorm_malloc(ctx, dx_bytes + 16, &dx_d));
+  OK(onorm_memcpy(ctx, y_d, hy.data(), hy.size(), ONORM_COPY_HOST_TO_DEVICE));
+  onorm_rows y{y_d, ydt, rows, cols, ys}, dy{dy_d, dydt, rows, cols, dys}, dx{in_place ? dy_d : dx_d, dxdt, rows, cols, dxs};
+  std::vector<unsigned char> out1(dx_bytes), out2(dx_bytes);
+  for (int rep = 0; rep < 2; ++rep) {
+    OK(onorm_memcpy(ctx, dy_d, hdy.data(), hdy.size(), ONORM_COPY_HOST_TO_DEVICE));
+    OK(onorm_softmax_backward(ctx, &y, &dy, &dx));
+    OK(onorm_synchronize(ctx));
+    OK(onorm_memcpy(ctx, rep ? out2.data() : out1.data(), dx.data, dx_bytes, ONORM_COPY_DEVICE_TO_HOST));
+  }
+  std::string why;
+  for (int64_t r = 0; r < rows && why.empty(); ++r) {
+    double s = 0, sabs = 0;
+    for (int64_t k = 0; k < cols; ++k) {
+      const double p = onorm_ref::decode(hy.data(), ydt, r * ys + k) * onorm_ref::decode(hdy.data(), dydt, r * dys + k);
+      s += p;
+      sabs += std::fabs(p);
+    }
+    for (int64_t k = 0; k < cols && why.empty(); ++k) {
+      const double yk = onorm_ref::decode(hy.data(), ydt, r * ys + k), dyk = onorm_ref::decode(hdy.data(), dydt, r * dys + k);
+      const double got = onorm_ref::decode(out1.data(), dxdt, r * dxs + k), ref = yk * (dyk - s);
+      const double bound = 1e-5 * std::fabs(yk) * (std::fabs(dyk) + sabs) + 1e-30 + ulp_of(ref, dxdt);
+      char b[200];
+      if (r == 1 ? !std::isnan(got) : !(std::fabs(got - ref) <= bound))
+        std::snprintf(b, sizeof b, "dx[%lld][%lld] = %.9g, want %.9g (bound %.3g)", (long long)r, (long long)k, got, ref, bound), why = b;
+    }
+  }
+  if (why.empty() && std::memcmp(out1.data(), out2.data(), dx_bytes) != 0) why = "NOT DETERMINISTIC";
+  if (!why.empty()) {
+    ++failures;
+    std::printf("FAIL softmax_backward y %s dy %s dx %s rows=%lld cols=%lld inplace=%d: %s\n", dtype_name(ydt),
+                dtype_name(dydt), dtype_name(dxdt), (long long)rows, (long long)cols, in_place, why.c_str());
+  }
+  for (void* p : {y_d, dy_d, dx_d}) OK(onorm_free(ctx, p));
+}
+
 int check(onorm_context ctx, bool big, bool small, bool hard_only) {
   std::mt19937 rng(7);
   int cases = 0;
-  // 61440 / 262143: clusters of 15 and 16 blocks (cuda_launch.cuh); 131077: 9 blocks of the largest slice.
+  // 61440 / 262143: clusters of 15 and 16 blocks (gpu/row_plan.hpp); 131077: 9 blocks of the largest slice.
   std::vector<int64_t> widths = {1, 3, 31, 64, 100, 127, 512, 1000, 1025, 2048, 4097, 9000, 16384, 16385, 40000,
                                  61440, 131077, 262143};
   std::vector<onorm_dtype> dtypes = {ONORM_F32, ONORM_F16, ONORM_BF16};
@@ -316,7 +393,7 @@ int check(onorm_context ctx, bool big, bool small, bool hard_only) {
   if (big && !hard_only) {
     // Rows longer than the co-resident grid take the two-read schedule; 2^24 + 7 columns
     // check the statistics past f32 integer range. Norms in place with values near FLT_MAX:
-    // the double statistics are taken before the finish writes (norm_stats_kernel).
+    // the double statistics are taken before the finish writes (row_coefs_kernel).
     // The same through the cooperative staged schedule (co-resident blocks, coop_barrier):
     // 1M f32 and 262144 bf16 columns.
     for (Op op : {Op::layer_norm, Op::rms_norm}) {
@@ -331,6 +408,24 @@ int check(onorm_context ctx, bool big, bool small, bool hard_only) {
                      (int64_t(1) << 24) + 7, false, op == Op::layer_norm ? 3 : 0, false}, rng);
       cases += 2;
     }
+  }
+  // Softmax backward through every placement: register rows, clusters (f32 16384+, 16-bit
+  // 32768+), the staged kernel (16-bit 4097-32767: a block per row; 1M: cooperative chunks),
+  // two reads (6M under --big).
+  if (!hard_only) {
+    std::vector<int64_t> bw = {1, 3, 31, 64, 100, 512, 1000, 1025, 2048, 4097, 9000, 16384, 16385, 40000, 61440,
+                               131077, 262143, 1048576};
+    if (small) bw = {3, 1025, 9000, 40000};
+    if (big) bw = {6000000};
+    const onorm_dtype combos[][3] = {{ONORM_F32, ONORM_F32, ONORM_F32}, {ONORM_BF16, ONORM_BF16, ONORM_BF16},
+                                     {ONORM_F16, ONORM_BF16, ONORM_F32}, {ONORM_BF16, ONORM_F32, ONORM_F16}};
+    int index = 0;
+    for (int64_t cols : bw)
+      for (const auto& c : combos) {
+        const int64_t rows = cols > 1000000 ? 3 : cols > 10000 ? 4 : cols > 1000 ? 9 : 37;
+        run_backward(ctx, c[0], c[1], c[2], rows, cols, (index++ % 3) == 2, rng);
+        ++cases;
+      }
   }
   std::printf("check: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;

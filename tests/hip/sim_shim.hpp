@@ -16,6 +16,7 @@
 #include "simt_device.hpp"
 
 #define ONORM_DEV inline
+#define ONORM_DYNAMIC_SMEM(name) unsigned char* name = static_cast<unsigned char*>(::onorm_sim::dynamic_shared())
 
 struct alignas(8) uint2 {
   uint32_t x, y;
@@ -48,7 +49,6 @@ ONORM_DEV uint16_t f32_to_bf16_rn(float f) { return core::f32_to_bf16(f); }
 ONORM_DEV uint64_t load_acquire_u64(const uint64_t* p) { return *p; }
 ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) { *p = v; }
 ONORM_DEV void sync_threads() { __syncthreads(); }
-ONORM_DEV void prefetch_l2(const void*) {}
 // Synchronous, as in the HIP branch.
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) { std::memcpy(smem, gmem, 16); }
 ONORM_DEV void cp_async_commit() {}

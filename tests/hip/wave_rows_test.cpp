@@ -17,6 +17,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24,7 +25,7 @@
 #include "reference.hpp"
 #include "simt_device.hpp"
 // After the emulator's names: the device templates (through the sim shim) and the plan.
-#include "row_plan.hpp"
+#include "gpu/row_plan.hpp"
 
 namespace {
 
@@ -36,36 +37,43 @@ void set_rstd(onorm_request& q, float* p) { q.row_out[q.op == ONORM_OP_LAYER_NOR
 
 using onorm_ref::Op;
 
-// Launches the plan's kernels on the emulator; memory is host memory.
+namespace gpu = onorm::gpu;
+namespace ops = onorm::core::ops;
+
+// Launches the plan's kernels on the emulator; memory is host memory. The capabilities of the
+// HIP backend: no clusters, no cooperative schedule (registers, then two reads).
 class SimLauncher {
  public:
-  explicit SimLauncher(int hardware_warp) : warp_(hardware_warp) {}
+  static constexpr bool kClusters = false;
+  static constexpr bool kStaged = false;
+  explicit SimLauncher(int hardware_warp) : warp_(hardware_warp) { caps_.l2_bytes = int64_t(1) << 20; }  // small: several row batches
+  const gpu::PlanCaps& caps() const { return caps_; }
 
-  template <int FAM, typename In, int W, int TPR, int ITEMS, int BLOCK, int RPG>
-  onorm_status rows(unsigned grid, const onorm::gpu::RowArgs& a) {
+  template <typename R, int W, int TPR, int ITEMS, int BLOCK>
+  onorm_status rows(unsigned grid, const gpu::RowArgs& a) {
     shapes_.push_back("rows_kernel<W" + std::to_string(W) + " TPR" + std::to_string(TPR) + " ITEMS" +
-                      std::to_string(ITEMS) + " BLOCK" + std::to_string(BLOCK) + " RPG" + std::to_string(RPG) + ">");
-    return run(grid, 1, BLOCK, [a] { onorm::gpu::rows_kernel<FAM, In, W, TPR, ITEMS, BLOCK, RPG>(a); });
+                      std::to_string(ITEMS) + " BLOCK" + std::to_string(BLOCK) + ">");
+    return run(grid, 1, BLOCK, [a] { gpu::rows_kernel<R, W, TPR, ITEMS, BLOCK>(a); });
   }
-  template <int OP, typename In, int W, int ITEMS, int BLOCK, int MODE>
-  onorm_status split(unsigned gx, unsigned gy, const onorm::gpu::RowArgs& a, const onorm::gpu::SplitArgs& s) {
+  template <typename R, int W, int ITEMS, int BLOCK, int MODE>
+  onorm_status split(unsigned gx, unsigned gy, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
     shapes_.push_back("split_chunk_kernel<W" + std::to_string(W) + " K" + std::to_string(gx) + ">");
-    return run(gx, gy, BLOCK, [a, s] { onorm::gpu::split_chunk_kernel<OP, In, W, ITEMS, BLOCK, MODE>(a, s); });
+    return run(gx, gy, BLOCK, [a, s] { gpu::split_chunk_kernel<R, W, ITEMS, BLOCK, MODE>(a, s); });
   }
-  template <int OP, typename In, int W, int BLOCK>
-  onorm_status norm_stats(unsigned gx, const onorm::gpu::RowArgs& a, const onorm::gpu::SplitArgs& s) {
-    return run(gx, 1, BLOCK, [a, s] { onorm::gpu::norm_stats_kernel<OP, In, W, BLOCK>(a, s); });
+  template <typename R, int W, int BLOCK>
+  onorm_status row_coefs(unsigned gx, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
+    return run(gx, 1, BLOCK, [a, s] { gpu::row_coefs_kernel<R, W, BLOCK>(a, s); });
   }
-  template <int OP, int W, int BLOCK>
+  template <typename S, int W, int BLOCK>
   onorm_status merge(unsigned gx, unsigned gy, const void* in, void* out, int64_t count) {
-    return run(gx, gy, BLOCK, [in, out, count] { onorm::gpu::merge_states_kernel<OP, W, BLOCK>(in, out, count); });
+    return run(gx, gy, BLOCK, [in, out, count] { gpu::merge_states_kernel<S, W, BLOCK>(in, out, count); });
   }
+  uint64_t next_epoch() { return ++epoch_; }
   void* workspace(size_t bytes, onorm_status& status) {
     workspace_.assign(bytes, 0xa5);  // poisoned: a state read before it is written shows
     status = ONORM_OK;
     return workspace_.data();
   }
-  int64_t l2_bytes() const { return int64_t(1) << 20; }  // small: several row batches
 
   const std::vector<std::string>& errors() const { return errors_; }
   std::string shapes() const {
@@ -82,6 +90,8 @@ class SimLauncher {
     return e.empty() ? ONORM_OK : ONORM_ERROR_DEVICE;
   }
   int warp_;
+  gpu::PlanCaps caps_;
+  uint64_t epoch_ = 0;
   std::vector<std::string> errors_;
   std::vector<std::string> shapes_;
   std::vector<unsigned char> workspace_;
@@ -163,7 +173,7 @@ void run_case(const Case& c, std::mt19937_64& rng) {
   SimLauncher launcher(W);
 #endif
   char err[256] = {0};
-  const onorm_status s = onorm::hip::plan_any<W>(q, launcher, err, sizeof err);
+  const onorm_status s = onorm::gpu::plan_any<W>(q, launcher, err, sizeof err);
   std::string errors;
   for (const auto& e : launcher.errors()) errors += "\n  " + e;
   ASSERT_TRUE(launcher.errors().empty()) << "emulator: " << launcher.shapes() << errors;
@@ -224,8 +234,8 @@ TEST(WaveRowsSpecial, MaskedAndNaNRows) {
       q.out[0] = onorm_rows{y.data(), ONORM_F32, 3, cols, cols};
       SimLauncher launcher(W);
       char err[256] = {0};
-      const onorm_status s = W == 64 ? onorm::hip::plan_any<64>(q, launcher, err, sizeof err)
-                                     : onorm::hip::plan_any<32>(q, launcher, err, sizeof err);
+      const onorm_status s = W == 64 ? onorm::gpu::plan_any<64>(q, launcher, err, sizeof err)
+                                     : onorm::gpu::plan_any<32>(q, launcher, err, sizeof err);
       ASSERT_TRUE(launcher.errors().empty()) << launcher.errors()[0];
       ASSERT_EQ(s, ONORM_OK) << err;
       for (int64_t k = 0; k < cols; ++k) {
@@ -240,7 +250,7 @@ TEST(WaveRowsSpecial, MaskedAndNaNRows) {
 // Norm rows whose finite values overflow the float sums (API.md: finite inputs never overflow
 // inside): 1e19 * N(0,1) (the sum of squares overflows), 1e30 + 1e29 * N(0,1), and values near
 // 1.5e38 (the plain sum overflows too), mixed with ordinary rows, a row holding +inf and one
-// holding a NaN. The kernels recompute such rows' statistics in double (row_kernels.hpp). Every
+// holding a NaN. The kernels recompute such rows' statistics in double (gpu/f64_fallback.hpp). Every
 // width of the plan: row groups of several rows per warp (where one row overflows and its
 // neighbours in the warp do not), a block per row, split rows; gamma/beta and the mean/rstd
 // outputs on. Then the same call with the special rows replaced by ordinary ones: the ordinary
@@ -311,7 +321,7 @@ void run_huge(Op op, onorm_dtype dt, int64_t cols, bool padded, std::mt19937_64&
     set_rstd(q, o.rstd.data());
     SimLauncher launcher(W);
     char err[256] = {0};
-    const onorm_status s = onorm::hip::plan_any<W>(q, launcher, err, sizeof err);
+    const onorm_status s = onorm::gpu::plan_any<W>(q, launcher, err, sizeof err);
     std::string errors;
     for (const auto& e : launcher.errors()) errors += "\n  " + e;
     EXPECT_TRUE(launcher.errors().empty()) << "emulator: " << launcher.shapes() << errors;
@@ -346,7 +356,7 @@ void run_huge(Op op, onorm_dtype dt, int64_t cols, bool padded, std::mt19937_64&
     set_rstd(qi, irstd.data());
     SimLauncher li(W);
     char err[256] = {0};
-    ASSERT_EQ(onorm::hip::plan_any<W>(qi, li, err, sizeof err), ONORM_OK) << err;
+    ASSERT_EQ(onorm::gpu::plan_any<W>(qi, li, err, sizeof err), ONORM_OK) << err;
     ASSERT_TRUE(li.errors().empty()) << li.shapes();
     for (int64_t r = 0; r < rows; ++r) {
       ASSERT_EQ(0, std::memcmp(static_cast<unsigned char*>(xi) + r * xs * es,
@@ -403,15 +413,15 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(ONORM_F32, ONORM_BF16)),
     huge_param_name);
 
-// The staged path (row_kernels.hpp staged_kernel; the CUDA backend's medium/long rows) with
+// The staged path (gpu/staged_kernel.hpp; the CUDA backend's medium/long rows) with
 // K == 1, a block per row in a persistent grid, the only staged schedule the emulator can run
 // (K > 1 waits on other blocks' flags): the same huge rows, through staged_output's check.
-template <int W, int OP, typename In>
+template <int W, typename OpT, typename In>
 void run_staged_huge(onorm_dtype dt, int64_t cols, std::mt19937_64& rng) {
   constexpr int kBlock = 256;
   const int64_t rows = 9;
   SCOPED_TRACE("staged_kernel W" + std::to_string(W) + " " + dname(dt) + " cols " + std::to_string(cols));
-  const Op op = OP == onorm::gpu::kOpLayerNorm ? Op::layer_norm : Op::rms_norm;
+  const Op op = std::is_same<OpT, ops::LayerNorm>::value ? Op::layer_norm : Op::rms_norm;
   const size_t es = esize(dt);
   std::vector<unsigned char> xv(rows * cols * es + 64), yv(rows * cols * es + 64, 0xff), gv(cols * es + 64),
       bv(cols * es + 64);
@@ -444,17 +454,15 @@ void run_staged_huge(onorm_dtype dt, int64_t cols, std::mt19937_64& rng) {
   q.param[0] = 1e-5;
   set_mean(q, op == Op::layer_norm ? mean.data() : nullptr);
   set_rstd(q, rstd.data());
-  const onorm::gpu::RowArgs a = onorm::hip::row_args(q);
-  constexpr int64_t kVec = onorm::gpu::io<In>::kVec;
+  const onorm::gpu::RowArgs a = onorm::gpu::row_args(q);
   onorm::gpu::SplitArgs s{};
   s.chunk = cols;
   s.chunks = 1;
   s.groups = 4;  // the persistent grid: block b serves rows b, b + 4, ...
-  s.chunk_alloc = (cols + kVec - 1) / kVec * kVec;
-  s.stages = 2;
+  s.chunk_alloc = (cols + 7) / 8 * 8;
   s.epoch = 1;
   const auto errors = onorm_sim::launch(W, dim3(4), dim3(kBlock), size_t(2 * s.chunk_alloc) * sizeof(In),
-                                        [a, s] { onorm::gpu::staged_kernel<OP, In, W, kBlock>(a, s); });
+                                        [a, s] { onorm::gpu::staged_kernel<gpu::Row<OpT, In>, W, kBlock>(a, s); });
   ASSERT_TRUE(errors.empty()) << "emulator: " << errors[0];
   const onorm_ref::Result ref = onorm_ref::compute(op, q.in[0], q.col[0], q.col[1], q.param[0]);
   const onorm_ref::Report rep = onorm_ref::check(op, ref, q.out[0], q.col[0], dt, mean_out(q), rstd_out(q));
@@ -464,14 +472,14 @@ void run_staged_huge(onorm_dtype dt, int64_t cols, std::mt19937_64& rng) {
 TEST(WaveRowsHugeStaged, OneBlockPerRow) {
   std::mt19937_64 rng(99);
   for (int64_t cols : {300, 3001, 20000}) {
-    run_staged_huge<32, onorm::gpu::kOpLayerNorm, float>(ONORM_F32, cols, rng);
-    run_staged_huge<64, onorm::gpu::kOpLayerNorm, float>(ONORM_F32, cols, rng);
-    run_staged_huge<32, onorm::gpu::kOpRmsNorm, float>(ONORM_F32, cols, rng);
-    run_staged_huge<64, onorm::gpu::kOpRmsNorm, float>(ONORM_F32, cols, rng);
-    run_staged_huge<32, onorm::gpu::kOpLayerNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
-    run_staged_huge<64, onorm::gpu::kOpLayerNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
-    run_staged_huge<32, onorm::gpu::kOpRmsNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
-    run_staged_huge<64, onorm::gpu::kOpRmsNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
+    run_staged_huge<32, ops::LayerNorm, float>(ONORM_F32, cols, rng);
+    run_staged_huge<64, ops::LayerNorm, float>(ONORM_F32, cols, rng);
+    run_staged_huge<32, ops::RmsNorm, float>(ONORM_F32, cols, rng);
+    run_staged_huge<64, ops::RmsNorm, float>(ONORM_F32, cols, rng);
+    run_staged_huge<32, ops::LayerNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
+    run_staged_huge<64, ops::LayerNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
+    run_staged_huge<32, ops::RmsNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
+    run_staged_huge<64, ops::RmsNorm, onorm::core::bf16_bits>(ONORM_BF16, cols, rng);
     if (HasFatalFailure()) return;
   }
 }
@@ -501,30 +509,28 @@ onorm_status run_norm(const onorm_request& q, bool staged, std::string& shapes, 
   if (!staged) {
     SimLauncher launcher(W);
     char err[256] = {0};
-    const onorm_status s = onorm::hip::plan_any<W>(q, launcher, err, sizeof err);
+    const onorm_status s = onorm::gpu::plan_any<W>(q, launcher, err, sizeof err);
     shapes = launcher.shapes();
     for (const auto& e : launcher.errors()) errors += "\n  " + e;
     return s;
   }
   constexpr int kBlock = 256;
-  const onorm::gpu::RowArgs a = onorm::hip::row_args(q);
-  const int64_t vec = q.in[0].dtype == ONORM_F32 ? 4 : 8;
+  const onorm::gpu::RowArgs a = onorm::gpu::row_args(q);
   onorm::gpu::SplitArgs s{};
   s.chunk = q.in[0].cols;
   s.chunks = 1;
   s.groups = 4;  // the persistent grid: block b serves rows b, b + 4, ...
-  s.chunk_alloc = (q.in[0].cols + vec - 1) / vec * vec;
-  s.stages = 2;
+  s.chunk_alloc = (q.in[0].cols + 7) / 8 * 8;
   s.epoch = 1;
   shapes = "staged_kernel<W" + std::to_string(W) + " K1>";
   const size_t smem = size_t(2 * s.chunk_alloc) * esize(q.in[0].dtype);
   const bool ln = q.op == ONORM_OP_LAYER_NORM, f32 = q.in[0].dtype == ONORM_F32;
   using onorm::core::bf16_bits;
   std::vector<std::string> e;
-  if (ln && f32) e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { onorm::gpu::staged_kernel<onorm::gpu::kOpLayerNorm, float, W, kBlock>(a, s); });
-  else if (ln) e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { onorm::gpu::staged_kernel<onorm::gpu::kOpLayerNorm, bf16_bits, W, kBlock>(a, s); });
-  else if (f32) e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { onorm::gpu::staged_kernel<onorm::gpu::kOpRmsNorm, float, W, kBlock>(a, s); });
-  else e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { onorm::gpu::staged_kernel<onorm::gpu::kOpRmsNorm, bf16_bits, W, kBlock>(a, s); });
+  if (ln && f32) e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { gpu::staged_kernel<gpu::Row<ops::LayerNorm, float>, W, kBlock>(a, s); });
+  else if (ln) e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { gpu::staged_kernel<gpu::Row<ops::LayerNorm, bf16_bits>, W, kBlock>(a, s); });
+  else if (f32) e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { gpu::staged_kernel<gpu::Row<ops::RmsNorm, float>, W, kBlock>(a, s); });
+  else e = onorm_sim::launch(W, dim3(4), dim3(kBlock), smem, [a, s] { gpu::staged_kernel<gpu::Row<ops::RmsNorm, bf16_bits>, W, kBlock>(a, s); });
   for (const auto& x : e) errors += "\n  " + x;
   return e.empty() ? ONORM_OK : ONORM_ERROR_DEVICE;
 }
@@ -694,9 +700,10 @@ void run_merge_check(std::mt19937_64& rng, bool with_nan) {
   Wd* b = block.data();
   const auto errors = onorm_sim::launch(W, dim3(1), dim3(kBlock), 0, [in, g, b] {
     __shared__ double scratch[kBlock / W];
+    __shared__ Wd states[kBlock / W];
     const int t = static_cast<int>(threadIdx.x);
     g[t] = onorm::gpu::group_merge<W>(in[t], t % W);
-    b[t] = onorm::gpu::block_merge<W, kBlock>(in[t], scratch);
+    b[t] = onorm::gpu::block_merge<W, kBlock>(in[t], states, scratch);
   });
   ASSERT_TRUE(errors.empty()) << errors[0];
   for (int t = 0; t < kBlock; ++t) {
@@ -729,6 +736,108 @@ TEST(WaveRowsMerge, DoubleStatesOfOffsetSlices) {
   for (bool nan : {false, true}) {
     run_merge_check<32>(rng, nan);
     run_merge_check<64>(rng, nan);
+  }
+}
+
+// ------------------------------------------------------------------ softmax backward
+// dx_j = y_j * (dy_j - sum_k y_k dy_k) through the plan on warps of 32 and 64 lanes: every
+// register shape and split rows, y / dy / dx of independent dtypes (a second input of another
+// vector width than the first), strides and unaligned rows, dx aliasing dy; a NaN in dy makes
+// its row NaN. Checked inline in float64 against API.md's bound (16-bit dx: plus one unit in
+// the last place of the reference).
+double ulp_of(double v, onorm_dtype d) {
+  if (d == ONORM_F32 || v == 0.0 || !std::isfinite(v)) return 0.0;
+  const int e = std::ilogb(v);
+  return d == ONORM_BF16 ? std::ldexp(1.0, e - 7) : std::ldexp(1.0, std::max(e, -14) - 10);
+}
+
+template <int W>
+void run_backward(onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t rows, int64_t cols, bool padded,
+                  bool in_place, std::mt19937_64& rng) {
+  char what[200];
+  std::snprintf(what, sizeof what, "W%d softmax_backward y %s dy %s dx %s %lldx%lld%s%s", W, dname(ydt), dname(dydt),
+                dname(dxdt), static_cast<long long>(rows), static_cast<long long>(cols), padded ? " padded" : "",
+                in_place ? " in place" : "");
+  SCOPED_TRACE(what);
+  if (in_place) dxdt = dydt;
+  const int64_t ys = cols + (padded ? 3 : 0), dys = cols + (padded ? 1 : 0);
+  const int64_t dxs = in_place ? dys : cols + (padded ? 5 : 0);
+  const size_t off = padded ? 1 : 0;
+  auto align64 = [](std::vector<unsigned char>& v) {
+    return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
+  };
+  std::vector<unsigned char> ybuf((rows * ys + off) * esize(ydt) + 64), dybuf((rows * dys + off) * esize(dydt) + 64),
+      dxbuf((rows * dxs + off) * esize(dxdt) + 64, 0xff);  // NaN poison: unwritten shows
+  void* y = align64(ybuf) + off * esize(ydt);
+  void* dy = align64(dybuf) + (padded ? 0 : off) * esize(dydt);  // padded: dy aligned, y not
+  void* dx = in_place ? dy : align64(dxbuf) + off * esize(dxdt);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> e(cols);
+    double sum = 0;
+    for (auto& v : e) sum += (v = std::exp(2.0 * n01(rng)));
+    for (int64_t k = 0; k < cols; ++k) {
+      onorm_ref::encode(e[k] / sum, y, ydt, r * ys + k);
+      onorm_ref::encode(r == 1 && k == cols / 2 ? NAN : n01(rng), dy, dydt, r * dys + k);
+    }
+  }
+  // The rounded inputs, before an in-place call overwrites dy.
+  std::vector<double> yd(rows * cols), dyd(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < cols; ++k) {
+      yd[r * cols + k] = onorm_ref::decode(y, ydt, r * ys + k);
+      dyd[r * cols + k] = onorm_ref::decode(dy, dydt, r * dys + k);
+    }
+  onorm_request q{};
+  q.op = ONORM_OP_SOFTMAX_BACKWARD;
+  q.in[0] = onorm_rows{y, ydt, rows, cols, ys};
+  q.in[1] = onorm_rows{dy, dydt, rows, cols, dys};
+  q.out[0] = onorm_rows{dx, dxdt, rows, cols, dxs};
+  SimLauncher launcher(W);
+  char err[256] = {0};
+  const onorm_status st = onorm::gpu::plan_any<W>(q, launcher, err, sizeof err);
+  std::string errors;
+  for (const auto& e : launcher.errors()) errors += "\n  " + e;
+  ASSERT_TRUE(launcher.errors().empty()) << "emulator: " << launcher.shapes() << errors;
+  ASSERT_EQ(st, ONORM_OK) << err;
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0, sabs = 0;
+    for (int64_t k = 0; k < cols; ++k) {
+      s += yd[r * cols + k] * dyd[r * cols + k];
+      sabs += std::fabs(yd[r * cols + k] * dyd[r * cols + k]);
+    }
+    for (int64_t k = 0; k < cols; ++k) {
+      const double got = onorm_ref::decode(dx, dxdt, r * dxs + k);
+      if (r == 1) {
+        ASSERT_TRUE(std::isnan(got)) << launcher.shapes() << ": NaN row, col " << k << " got " << got;
+        continue;
+      }
+      const double yk = yd[r * cols + k], dyk = dyd[r * cols + k];
+      const double ref = yk * (dyk - s);
+      const double bound = 1e-5 * std::fabs(yk) * (std::fabs(dyk) + sabs) + 1e-30 + ulp_of(ref, dxdt);
+      ASSERT_LE(std::fabs(got - ref), bound) << launcher.shapes() << ": row " << r << " col " << k << " got " << got
+                                             << " want " << ref;
+    }
+  }
+}
+
+TEST(WaveRowsBackward, SoftmaxBackward) {
+  std::mt19937_64 rng(31);
+  const std::tuple<onorm_dtype, onorm_dtype, onorm_dtype> dts[] = {
+      {ONORM_F32, ONORM_F32, ONORM_F32}, {ONORM_BF16, ONORM_BF16, ONORM_BF16}, {ONORM_F16, ONORM_F32, ONORM_BF16},
+      {ONORM_F32, ONORM_BF16, ONORM_F16}, {ONORM_BF16, ONORM_F16, ONORM_F32}};
+  for (int W : {32, 64}) {
+    int index = 0;
+    for (const auto& [ydt, dydt, dxdt] : dts) {
+      for (int64_t cols : widths()) {
+        const int64_t rows = cols <= 256 ? 70 : 3;
+        const bool padded = (index % 2) == 1, in_place = (index % 3) == 2;
+        ++index;
+        if (W == 64) run_backward<64>(ydt, dydt, dxdt, rows, cols, padded, in_place, rng);
+        else run_backward<32>(ydt, dydt, dxdt, rows, cols, padded, in_place, rng);
+        if (HasFatalFailure()) return;
+      }
+    }
   }
 }
 

@@ -1,0 +1,93 @@
+// The CUDA runtime calls of the shared launcher (gpu/launcher.hpp): errors, the workspace's
+// memory and events, and what only CUDA has: the staged kernel's occupancy and cooperative
+// launch, thread-block clusters (cluster_rows.cuh).
+#pragma once
+
+#include "cluster_rows.cuh"
+#include "cuda_context.hpp"
+#include "launcher.hpp"
+#include "runtime_calls.hpp"
+
+namespace onorm {
+namespace cuda {
+
+constexpr int kWarp = 32;  // NVIDIA warp width; the templates take it as a parameter.
+
+class CudaRuntime {
+ public:
+  ONORM_GPU_RUNTIME_CALLS(cuda, CudaRuntime, CudaContext, cuda_fail, true, true)
+
+  template <typename R, int W, int BLOCK>
+  int staged_per_sm(size_t smem, onorm_status& status) {
+    auto kern = gpu::staged_kernel<R, W, BLOCK>;
+    if (smem > 48 * 1024) {
+      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+                        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+      if (status != ONORM_OK) return 0;
+    }
+    int per_sm = 0;
+    status = try_call(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, BLOCK, smem),
+                      "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    return per_sm;
+  }
+  template <typename R, int W, int BLOCK>
+  onorm_status staged(unsigned grid, size_t smem, bool coop, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
+    if (!coop) {
+      gpu::staged_kernel<R, W, BLOCK><<<grid, BLOCK, smem, ctx_.stream>>>(a, s);
+      return check("staged launch");
+    }
+    gpu::RowArgs args = a;
+    gpu::SplitArgs split = s;
+    void* params[] = {&args, &split};
+    return try_call(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(gpu::staged_kernel<R, W, BLOCK>),
+                                                dim3(grid), dim3(BLOCK), params, smem, ctx_.stream),
+                    "cooperative staged launch");
+  }
+
+  template <typename R, int W, int ITEMS, int BLOCK>
+  bool cluster_fits(int K, onorm_status& status) {
+    if (K <= 8) return true;  // the portable cluster size
+    auto kern = cluster_rows_kernel<R, W, ITEMS, BLOCK>;
+    status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                      "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
+    if (status != ONORM_OK) return false;
+    cudaLaunchAttribute attr[1];
+    cudaLaunchConfig_t cfg = config(unsigned(K), K, BLOCK, attr);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess || clusters < 1) {
+      cudaGetLastError();  // not an error of the request: the planner takes another placement
+      return false;
+    }
+    return true;
+  }
+  template <typename R, int W, int ITEMS, int BLOCK>
+  onorm_status cluster(unsigned grid, int K, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
+    cudaLaunchAttribute attr[1];
+    const cudaLaunchConfig_t cfg = config(grid, K, BLOCK, attr);
+    return try_call(cudaLaunchKernelEx(&cfg, cluster_rows_kernel<R, W, ITEMS, BLOCK>, a, s), "cluster launch");
+  }
+
+ private:
+  cudaLaunchConfig_t config(unsigned grid, int K, int block, cudaLaunchAttribute* attr) const {
+    cudaLaunchConfig_t cfg{};
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(K);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(block);
+    cfg.stream = ctx_.stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+  }
+};
+
+template <typename Op, typename In>
+onorm_status run_rows(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len) {
+  CudaRuntime rt(ctx, err, err_len);
+  return gpu::launch_request<Op, In, kWarp>(rt, q, err, err_len);
+}
+
+}  // namespace cuda
+}  // namespace onorm

@@ -1,0 +1,120 @@
+// The float64 fallback of ops with kF64Fallback (the norms): rows whose float statistics the
+// op does not trust (Op::coefs sets ok = false: sums overflowed, var + eps underflowed or
+// beyond FLT_MAX, inf / NaN in the row) take the op's own passes again in double
+// (Op::pivot, Op::accumulate with core::ops::ScalarMath<double>, Op::state<double>,
+// Op::coefs, Op::narrow), as the CPU backend does. Correctness, not speed. Every reduction is
+// a fixed tree over a fixed per-thread order: every block that recomputes a row gets the same
+// bits.
+#pragma once
+
+#include "row_chunk.hpp"
+
+namespace onorm {
+namespace gpu {
+
+template <typename Op>
+using dsums_t = Vals<double, Op::kSums>;
+
+// The state of row `row` (n elements) in double, read again from global memory by the TPR
+// threads that share it (a group of lanes, or the block: TPR == BLOCK) in a fixed order and
+// reduced in fixed trees: every placement that recomputes a row gets the same bits. Every
+// lane of the warp (TPR <= WARP) or thread of the block (TPR == BLOCK) must call it: callers
+// decide warp- or block-uniformly. Its own shared arrays (the callers' scratch is not assumed
+// free). Not inlined: inlined, the double passes cost the float hot paths registers and
+// spills; as a call they keep their allocation. Its arguments by value: a reference to the
+// kernel's RowArgs put a copy of them on every thread's stack (ptxas, sm_90a; bench/cuda/NOTES.md).
+// In place (out == in): register rows and a row held by one block (staged K == 1) are read
+// whole before they are written; the two-read schedule takes its coefficients in a launch of
+// their own before the finish (row_coefs_kernel); the CUDA cluster kernel holds every block at
+// a cluster barrier, and the cooperative staged schedule at a group barrier (coop_barrier),
+// until all have read the row.
+template <typename R, int WARP, int TPR, int BLOCK>
+__device__ __noinline__ typename R::Op::template State<double> row_state_f64(const typename R::In* x0,
+                                                                             const typename R::In1* x1, int64_t n,
+                                                                             int lane) {
+  using Op = typename R::Op;
+  constexpr int NI = Op::kInputs;
+  __shared__ double red[TPR > WARP ? BLOCK / WARP : 1];
+  __shared__ dsums_t<Op> red2[TPR > WARP ? BLOCK / WARP : 1];
+  const core::ops::ScalarMath<double> m;
+  double r1 = pass1_identity<Op, double>();
+  if constexpr (Op::kPass1 != core::ops::Pass1::kNone) {
+    for (int64_t i = lane; i < n; i += TPR) r1 = pass1_fold<Op>(r1, static_cast<double>(io<typename R::In>::load1(x0 + i)));
+    if constexpr (kPass1Max<Op>) r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, MaxOp{});
+    else r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, AddOp{});
+  }
+  const double p = Op::pivot(r1, n > 0 ? n : 1);
+  dsums_t<Op> acc;
+#pragma unroll
+  for (int q = 0; q < Op::kSums; ++q) acc.v[q] = 0.0;
+  for (int64_t i = lane; i < n; i += TPR) {
+    double x[NI];
+    x[0] = static_cast<double>(io<typename R::In>::load1(x0 + i));
+    if constexpr (NI > 1) x[1] = static_cast<double>(io<typename R::In1>::load1(x1 + i));
+    Op::accumulate(m, acc.v, p, x);
+  }
+  acc = row_allreduce<WARP, TPR, BLOCK>(acc, lane, red2, AddOp{});
+  return Op::template state<double>(n, r1, p, acc.v);
+}
+
+// row_state_f64 of row `row` of a request.
+template <typename R, int WARP, int TPR, int BLOCK>
+ONORM_DEV typename R::Op::template State<double> request_row_state_f64(const RowArgs& a, int64_t row, int64_t n,
+                                                                       int lane) {
+  return row_state_f64<R, WARP, TPR, BLOCK>(static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0],
+                                            static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1], n,
+                                            lane);
+}
+
+// Register placements: the rows whose float coefficients failed (ok false) get cf again in
+// double. The decision is made warp-uniform (TPR < WARP: several row groups share a warp;
+// their flags are or-ed over the warp) or is block-uniform already (TPR == WARP: one group per
+// warp; TPR == BLOCK: every thread holds the row's coefficients). Rows that passed keep their
+// float coefficients: a row's result does not depend on its neighbours. Returns whether the
+// warp took the double path: the caller then loads its values again, so that they are not
+// live across the call (which would cost the float path registers).
+template <typename R, int WARP, int TPR, int BLOCK>
+ONORM_DEV bool rows_f64(const RowArgs& a, int64_t row, int n, int lane, const typename R::Op::Params& prm, bool ok,
+                        coefs_t<typename R::Op>& cf) {
+  using Op = typename R::Op;
+  bool any = !ok;
+  if constexpr (TPR < WARP) {
+    // The flag is uniform within a group; a butterfly over the group bits of the lane index
+    // gives every lane the count of the warp's groups that failed (small integers: exact).
+    float f = any ? 1.0f : 0.0f;
+#pragma unroll
+    for (int o = WARP / 2; o >= TPR; o >>= 1) f += shim::shfl_xor(f, o, WARP);
+    any = f != 0.0f;
+  }
+  if (!any) return false;  // warp-uniform (block-uniform for TPR == BLOCK)
+  const auto st = request_row_state_f64<R, WARP, TPR, BLOCK>(a, row, n, lane);
+  if (!ok) {
+    bool ok64;
+    cf = Op::narrow(Op::coefs(st, prm, ok64));
+  }
+  return true;
+}
+
+// The finish coefficients of a row from its merged state `fin`, which must be the same in
+// every thread of the block (the decision to read the row again is then block-uniform).
+// reread: the row was read again (in-place placements hold their blocks until all have).
+template <typename R, int WARP, int BLOCK>
+ONORM_DEV coefs_t<typename R::Op> merged_coefs(const RowArgs& a, int64_t row, const typename R::Op::Merged& fin,
+                                               bool& reread) {
+  using Op = typename R::Op;
+  const typename Op::Params prm = Op::params(a.param);
+  bool ok;
+  const coefs_t<Op> cf = Op::narrow(Op::coefs(fin, prm, ok));
+  reread = false;
+  if constexpr (Op::kF64Fallback) {
+    if (!ok) {
+      reread = true;
+      bool ok64;
+      return Op::narrow(Op::coefs(request_row_state_f64<R, WARP, BLOCK, BLOCK>(a, row, a.cols, threadIdx.x), prm, ok64));
+    }
+  }
+  return cf;
+}
+
+}  // namespace gpu
+}  // namespace onorm

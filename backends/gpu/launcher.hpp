@@ -1,0 +1,98 @@
+// The launcher the planner (row_plan.hpp) drives, shared by CUDA and HIP: the kernels'
+// launches (triple-chevron: nvcc and clang's HIP mode), the workspace (workspace.hpp) and its
+// ordering. Rt is the backend's runtime, its vendor calls only:
+//   kClusters, kStaged            capabilities the backend has kernels and calls for
+//   stream(), check(what)         the stream; the last launch's error as a status
+//   wait_event(), free(p), malloc(pp, n), zero(p, n), stream_wait_event(), record_event()
+//   workspace()                   the context's gpu::Workspace (the caller holds its lock)
+//   caps()                        the context's PlanCaps
+//   (kStaged)   staged_per_sm<R, W, BLOCK>(smem, status), staged<R, W, BLOCK>(grid, smem, coop, a, s)
+//   (kClusters) cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<R, W, ITEMS, BLOCK>(grid, K, a, s)
+#pragma once
+
+#include "row_plan.hpp"
+#include "workspace.hpp"
+
+namespace onorm {
+namespace gpu {
+
+template <typename Rt>
+class Launcher {
+ public:
+  static constexpr bool kClusters = Rt::kClusters;
+  static constexpr bool kStaged = Rt::kStaged;
+
+  explicit Launcher(Rt& rt) : rt_(rt) {}
+  const PlanCaps& caps() const { return rt_.caps(); }
+
+  template <typename R, int W, int TPR, int ITEMS, int BLOCK>
+  onorm_status rows(unsigned grid, const RowArgs& a) {
+    rows_kernel<R, W, TPR, ITEMS, BLOCK><<<grid, BLOCK, 0, rt_.stream()>>>(a);
+    return rt_.check("rows_kernel launch");
+  }
+  template <typename R, int W, int ITEMS, int BLOCK, int MODE>
+  onorm_status split(unsigned gx, unsigned gy, const RowArgs& a, const SplitArgs& s) {
+    split_chunk_kernel<R, W, ITEMS, BLOCK, MODE><<<dim3(gx, gy), BLOCK, 0, rt_.stream()>>>(a, s);
+    return rt_.check(MODE == kModeStats ? "split stats launch" : "split finish launch");
+  }
+  template <typename R, int W, int BLOCK>
+  onorm_status row_coefs(unsigned gx, const RowArgs& a, const SplitArgs& s) {
+    row_coefs_kernel<R, W, BLOCK><<<gx, BLOCK, 0, rt_.stream()>>>(a, s);
+    return rt_.check("split coefficients launch");
+  }
+  template <typename S, int W, int BLOCK>
+  onorm_status merge(unsigned gx, unsigned gy, const void* in, void* out, int64_t count) {
+    merge_states_kernel<S, W, BLOCK><<<dim3(gx, gy), BLOCK, 0, rt_.stream()>>>(in, out, count);
+    return rt_.check("split merge launch");
+  }
+  template <typename R, int W, int BLOCK>
+  int staged_per_sm(size_t smem, onorm_status& status) {
+    return rt_.template staged_per_sm<R, W, BLOCK>(smem, status);
+  }
+  template <typename R, int W, int BLOCK>
+  onorm_status staged(unsigned grid, size_t smem, bool coop, const RowArgs& a, const SplitArgs& s) {
+    return rt_.template staged<R, W, BLOCK>(grid, smem, coop, a, s);
+  }
+  template <typename R, int W, int ITEMS, int BLOCK>
+  bool cluster_fits(int K, onorm_status& status) {
+    return rt_.template cluster_fits<R, W, ITEMS, BLOCK>(K, status);
+  }
+  template <typename R, int W, int ITEMS, int BLOCK>
+  onorm_status cluster(unsigned grid, int K, const RowArgs& a, const SplitArgs& s) {
+    return rt_.template cluster<R, W, ITEMS, BLOCK>(grid, K, a, s);
+  }
+
+  // The workspace, at least `bytes`, ordered after its previous user.
+  void* workspace(size_t bytes, onorm_status& status) {
+    Workspace& w = rt_.workspace();
+    status = grow_workspace(w, bytes, rt_);
+    if (status == ONORM_OK && w.recorded) status = rt_.stream_wait_event();
+    used_ = status == ONORM_OK;
+    return w.ptr;
+  }
+  uint64_t next_epoch() { return gpu::next_epoch(rt_.workspace()); }
+
+  // Records the workspace's release after the last launch that used it.
+  onorm_status finish() {
+    if (!used_) return ONORM_OK;
+    const onorm_status s = rt_.record_event();
+    if (s == ONORM_OK) rt_.workspace().recorded = true;
+    return s;
+  }
+
+ private:
+  Rt& rt_;
+  bool used_ = false;
+};
+
+// Runs a validated request of op Op with first input In through the plan on warp width W.
+template <typename Op, typename In, int W, typename Rt>
+onorm_status launch_request(Rt& rt, const onorm_request& q, char* err, size_t err_len) {
+  Launcher<Rt> l(rt);
+  const onorm_status s = plan_op<Op, In, W>(q, l, err, err_len);
+  const onorm_status f = l.finish();
+  return s != ONORM_OK ? s : f;
+}
+
+}  // namespace gpu
+}  // namespace onorm

@@ -1,0 +1,219 @@
+// One chunk of a row held in registers (a thread's ITEMS vectors of VEC elements, for every
+// input of the op), as every register placement (row groups, blocks, slices, cluster blocks)
+// takes it: the loads, the op's two passes (core/ops/row_op.hpp) with the placement's
+// reduction, the finish with the column vectors, the stores. Nothing here knows an op.
+#pragma once
+
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+#include "dtype_io.hpp"
+#include "math.hpp"
+#include "onlinenorm/core/ops/row_op.hpp"
+#include "reduce.hpp"
+#include "row_args.hpp"
+
+namespace onorm {
+namespace gpu {
+
+template <typename Op>
+using coefs_t = typename Op::template Coefs<float>;
+template <typename Op>
+using sums_t = Vals<float, Op::kSums>;
+
+// The scalar type of a state (MaxSum<float> -> float, Welford<double> -> double).
+template <typename S>
+struct scalar_of;
+template <template <typename> class St, typename T>
+struct scalar_of<St<T>> {
+  using type = T;
+};
+
+// Shared memory of a block's reductions of op Op: floats (pass 1), the pass-2 sums, merged
+// states, doubles (batched_chan); BLOCK / WARP of each.
+template <typename Op, int WARP, int BLOCK>
+union Scratch {
+  float f[BLOCK / WARP];
+  sums_t<Op> v[BLOCK / WARP];
+  typename Op::Merged s[BLOCK / WARP];
+  double d[BLOCK / WARP];
+};
+
+// The reduction over the TPR threads of a row (a group of lanes, or the block: TPR == BLOCK),
+// for pass 1 (a float, max or sum) and pass 2 (the op's sums, one tree).
+template <typename Op, int WARP, int TPR, int BLOCK>
+struct RowReduce {
+  Scratch<Op, WARP, BLOCK>* sc;
+  int lane;
+  template <typename O>
+  ONORM_DEV float operator()(float v, O op) const {
+    return row_allreduce<WARP, TPR, BLOCK>(v, lane, sc->f, op);
+  }
+  ONORM_DEV sums_t<Op> operator()(const sums_t<Op>& v, AddOp op) const {
+    return row_allreduce<WARP, TPR, BLOCK>(v, lane, sc->v, op);
+  }
+};
+
+// Pass 1 keeps the maximum (else a sum, or nothing).
+template <typename Op>
+constexpr bool kPass1Max = Op::kPass1 == core::ops::Pass1::kMax;
+
+// What a chunk's passes leave: pass 1's result, the pivot, pass 2's sums over n elements.
+// The chunk's state in any scalar type (Op::state), the merge state among them.
+template <typename Op>
+struct ChunkStats {
+  int n;
+  float r1, p;
+  sums_t<Op> s;
+  template <typename T>
+  ONORM_DEV auto state() const {
+    return Op::template state<T>(n, r1, p, s.v);
+  }
+  ONORM_DEV typename Op::Merged merged() const { return state<typename scalar_of<typename Op::Merged>::type>(); }
+};
+
+// Pass 1's fold of one element (kMax keeps NaN; kSum adds) and its identity.
+template <typename Op, typename T>
+ONORM_DEV T pass1_fold(T r, T x) {
+  if constexpr (kPass1Max<Op>) return core::nan_max(r, x);
+  else return r + x;
+}
+template <typename Op, typename T>
+ONORM_DEV T pass1_identity() {
+  return kPass1Max<Op> ? core::neg_infinity<T>() : T(0);
+}
+
+// Pass 1 over a thread's values (padding loaded as Op::pad: neutral for max and sum).
+template <typename Op, int E>
+ONORM_DEV float pass1_local(const float* x) {
+  float r = pass1_identity<Op, float>();
+#pragma unroll
+  for (int e = 0; e < E; ++e) r = pass1_fold<Op>(r, x[e]);
+  return r;
+}
+
+// Pass 1 reduced by `reduce` (kNone: 0).
+template <typename Op, int E, typename Reduce>
+ONORM_DEV float pass1(const float* x, Reduce reduce) {
+  if constexpr (Op::kPass1 == core::ops::Pass1::kMax) return reduce(pass1_local<Op, E>(x), MaxOp{});
+  else if constexpr (Op::kPass1 == core::ops::Pass1::kSum) return reduce(pass1_local<Op, E>(x), AddOp{});
+  else return 0.0f;
+}
+
+// The element of input k at item i, lane j, for accumulate / finish.
+template <int NI, int E>
+ONORM_DEV void element_of(const float (&v)[NI][E], int e, float* x) {
+#pragma unroll
+  for (int k = 0; k < NI; ++k) x[k] = v[k][e];
+}
+
+// Loads a thread's items of columns [col0, col0 + n) of `row` for every input.
+template <typename R, int ITEMS, int STRIDE>
+ONORM_DEV void load_inputs(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
+                           float (&v)[R::Op::kInputs][ITEMS * R::kVec]) {
+  using Op = typename R::Op;
+  constexpr int VEC = R::kVec;
+  load_items<typename R::In, ITEMS, STRIDE, VEC>(
+      static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0] + col0, n, lane, v[0], a.in_vec[0] != 0,
+      Op::pad(0));
+  if constexpr (Op::kInputs > 1)
+    load_items<typename R::In1, ITEMS, STRIDE, VEC>(
+        static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1] + col0, n, lane, v[1],
+        a.in_vec[1] != 0, Op::pad(1));
+}
+
+// Both passes over a thread's items of a chunk of n elements (STRIDE threads share the chunk;
+// `reduce` reduces over them). kKeepsLift: v[0] receives pass 2's kept values.
+template <typename R, int ITEMS, int STRIDE, typename Reduce>
+ONORM_DEV ChunkStats<typename R::Op> chunk_passes(float (&v)[R::Op::kInputs][ITEMS * R::kVec], int n, int lane,
+                                                  Reduce reduce) {
+  using Op = typename R::Op;
+  constexpr int VEC = R::kVec, NI = Op::kInputs;
+  const GpuMath m;
+  ChunkStats<Op> cs;
+  cs.n = n;
+  cs.r1 = pass1<Op, ITEMS * VEC>(v[0], reduce);
+  cs.p = Op::pivot(cs.r1, n);
+  sums_t<Op> acc;
+#pragma unroll
+  for (int q = 0; q < Op::kSums; ++q) acc.v[q] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int c = (lane + i * STRIDE) * VEC;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      float x[NI];
+      element_of(v, i * VEC + j, x);
+      if constexpr (Op::kPadWithPivot) x[0] = c + j < n ? x[0] : cs.p;  // padding adds nothing
+      const float kept = Op::accumulate(m, acc.v, cs.p, x);
+      if constexpr (Op::kKeepsLift) v[0][i * VEC + j] = kept;
+    }
+  }
+  cs.s = reduce(acc, AddOp{});
+  return cs;
+}
+
+// The VEC values of column vector q at item c (Op::col_default where the request gave none).
+template <typename R, int VEC>
+ONORM_DEV void load_col(const RowArgs& a, int q, int64_t col0, int c, int n, float* o) {
+  const auto* col = static_cast<const typename R::In*>(a.col[q]);
+  if (col) {
+    load_one_item<typename R::In, VEC>(col + col0, c, n, a.col_vec != 0, 0.0f, o);
+  } else {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) o[j] = R::Op::col_default(q);
+  }
+}
+
+// The finish of a thread's items with the chunk's coefficients (Op::finish, or finish_kept
+// on pass 2's kept values), into v[0].
+template <typename R, int ITEMS, int STRIDE>
+ONORM_DEV void finish_items(const RowArgs& a, int64_t col0, int n, int lane,
+                            float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& cf) {
+  using Op = typename R::Op;
+  constexpr int VEC = R::kVec, NI = Op::kInputs, NC = Op::kCols > 0 ? Op::kCols : 1;
+  const GpuMath m;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int c = (lane + i * STRIDE) * VEC;
+    float cv[NC][VEC];
+#pragma unroll
+    for (int q = 0; q < Op::kCols; ++q) load_col<R, VEC>(a, q, col0, c, n, cv[q]);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      float cols[NC];
+#pragma unroll
+      for (int q = 0; q < NC; ++q) cols[q] = Op::kCols > 0 ? cv[q][j] : 0.0f;
+      if constexpr (Op::kKeepsLift) {
+        v[0][i * VEC + j] = Op::finish_kept(m, cf, v[0][i * VEC + j], cols);
+      } else {
+        float x[NI];
+        element_of(v, i * VEC + j, x);
+        v[0][i * VEC + j] = Op::finish(m, cf, x, cols);
+      }
+    }
+  }
+}
+
+// Stores a thread's finished items as the output dtype.
+template <typename Out, int VEC, int ITEMS, int STRIDE>
+ONORM_DEV void store_items(Out* y, int n, int lane, const float* v, bool aligned) {
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) store_one_item<Out, VEC>(y, (lane + i * STRIDE) * VEC, n, aligned, v + i * VEC);
+}
+template <typename R, int ITEMS, int STRIDE>
+ONORM_DEV void store_any(const RowArgs& a, int64_t row, int64_t col0, int n, int lane, const float* v) {
+  constexpr int VEC = R::kVec;
+  const bool al = a.out_vec != 0;
+  const int64_t off = row * a.out_stride + col0;
+  switch (a.out_dtype) {
+    case kF32: store_items<float, VEC, ITEMS, STRIDE>(static_cast<float*>(a.out) + off, n, lane, v, al); break;
+    case kF16:
+      store_items<core::f16_bits, VEC, ITEMS, STRIDE>(static_cast<core::f16_bits*>(a.out) + off, n, lane, v, al);
+      break;
+    default:
+      store_items<core::bf16_bits, VEC, ITEMS, STRIDE>(static_cast<core::bf16_bits*>(a.out) + off, n, lane, v, al);
+      break;
+  }
+}
+
+}  // namespace gpu
+}  // namespace onorm

@@ -1,0 +1,309 @@
+// The GPU planner, shared by CUDA and HIP: which placement runs a request, with which shape.
+// The placements, in order; the first that accepts the row (op, dtypes, width, device
+// capabilities) runs it:
+//   cluster     rows split over a thread-block cluster, slices in registers (capability
+//               `cluster`: CUDA sm_90+; the launcher has kClusters);
+//   registers   a group of lanes, or a block, per row, the row in registers
+//               (register_shapes.hpp: the 32- and 64-lane tables);
+//   staged      the row (or chunks of staged_chunk_bytes) in shared memory, a persistent grid;
+//               K > 1 chunks of a row merge across a co-resident group (capability `coop`:
+//               cooperative launch; the launcher has kStaged);
+//   two-read    chunk states, a fixed merge tree, then the finish, in row batches sized to
+//               half the L2: any row.
+// A backend gives a launcher L (its runtime calls only):
+//   const PlanCaps& caps()
+//   rows<R, W, TPR, ITEMS, BLOCK>(grid, a)                       rows_kernel
+//   cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<...>(grid, K, a, s)   (kClusters)
+//   staged_per_sm<R, W, BLOCK>(smem, status), staged<R, W, BLOCK>(grid, smem, coop, a, s)  (kStaged)
+//   split<R, W, ITEMS, BLOCK, MODE>(gx, gy, a, s), row_coefs<R, W, BLOCK>(gx, a, s),
+//   merge<S, W, BLOCK>(gx, gy, in, out, count)                 the two-read kernels
+//   workspace(bytes, status): device scratch ordered after its previous user; next_epoch()
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
+#include "backend_interface.h"
+#include "onlinenorm/core/ops/dispatch.hpp"
+#include "register_shapes.hpp"
+#include "row_args.hpp"
+#include "rows_kernel.hpp"
+#include "staged_kernel.hpp"
+#include "two_read.hpp"
+
+namespace onorm {
+namespace gpu {
+
+// What the planner may use on a device (from its properties, then ONLINENORM_TUNE).
+struct PlanCaps {
+  int sms = 1;
+  int64_t l2_bytes = int64_t(4) << 20;
+  bool cluster = false;                  // thread-block clusters
+  bool coop = false;                     // cooperative launch (co-resident grids)
+  bool force_two_read = false;           // long rows: skip the single-read placements
+  bool short_wide = false;               // 32-lane short rows: the wide shape entries first
+  int64_t reg_max_cols_f32 = 16384;      // longest f32 row kept in registers
+  int64_t reg_max_cols_16 = 16384;       // longest f16/bf16 row kept in registers
+  int64_t staged_chunk_bytes = 32768;    // one shared-memory stage of the staged kernel
+  int64_t smem_max = 0;                  // dynamic shared memory a block may have
+  int64_t cluster_min_cols_f32 = 16384;  // shortest f32 row split over a cluster
+  int64_t cluster_min_cols_16 = 32768;   // shortest f16/bf16 row split over a cluster
+  int cluster_max = 16;                  // largest cluster (blocks per row)
+  int cluster_min_tier = 0;              // smallest slice tried (ClusterTiers)
+  bool cluster_prefetch = true;          // prefetch the column vectors before the cluster merge
+};
+
+constexpr int kSplitBlock = 512;   // two-read chunks: a block of 512 threads
+constexpr int kStagedBlock = 256;  // staged kernel
+
+// Grid pieces: grid x times block size stays below 2^31 (HIP on AMD counts work-items in 32 bits).
+template <int BLOCK>
+constexpr int64_t max_blocks() {
+  return int64_t(0x7fffffff) / BLOCK;
+}
+
+// ------------------------------------------------------------------ registers
+template <typename R, int W, int TPR, int ITEMS, int BLOCK, typename L>
+onorm_status launch_rows(const RowArgs& a0, L& l) {
+  constexpr int64_t kRpb = BLOCK / TPR;
+  constexpr int64_t kMaxRows = max_blocks<BLOCK>() * kRpb;
+  for (int64_t r0 = 0; r0 < a0.rows; r0 += kMaxRows) {
+    const RowArgs a = rows_from<R>(a0, r0, std::min(kMaxRows, a0.rows - r0));
+    if (onorm_status s = l.template rows<R, W, TPR, ITEMS, BLOCK>(static_cast<unsigned>((a.rows + kRpb - 1) / kRpb), a))
+      return s;
+  }
+  return ONORM_OK;
+}
+
+template <typename R, int W, typename L>
+bool place_registers(const RowArgs& a, L& l, onorm_status& status) {
+  constexpr int V = R::kVec;
+  const PlanCaps& caps = l.caps();
+  const int64_t c = a.cols;
+  if (c > (V == 4 ? caps.reg_max_cols_f32 : caps.reg_max_cols_16)) return false;
+#define ONORM_GPU_TRY_SHAPE(TPR, ITEMS, BLOCK)                  \
+  if (c <= int64_t(TPR) * ITEMS * V) {                          \
+    status = launch_rows<R, W, TPR, ITEMS, BLOCK>(a, l);        \
+    return true;                                                \
+  }
+  if constexpr (W == 32 && V == 4) {
+    if (caps.short_wide) {
+      ONORM_GPU_W32_WIDE_SHAPES_VEC4(ONORM_GPU_TRY_SHAPE)
+    }
+    ONORM_GPU_W32_SHAPES_VEC4(ONORM_GPU_TRY_SHAPE)
+  } else if constexpr (W == 32) {
+    if (caps.short_wide) {
+      ONORM_GPU_W32_WIDE_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
+    }
+    ONORM_GPU_W32_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
+  } else if constexpr (V == 4) {
+    static_assert(W == 64, "warp widths 32 and 64");
+    ONORM_GPU_W64_SHAPES_VEC4(ONORM_GPU_TRY_SHAPE)
+  } else {
+    ONORM_GPU_W64_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
+  }
+#undef ONORM_GPU_TRY_SHAPE
+  return false;
+}
+
+// ------------------------------------------------------------------ cluster
+// Slices from small to large, (BLOCK threads, E elements per thread): 32 elements per thread,
+// then twice the threads; 16-bit rows take the first tier only (bench/cuda/NOTES.md).
+struct ClusterTier {
+  int block, elems;
+};
+template <typename R>
+struct ClusterTiers {
+  static constexpr int kCount = sizeof(typename R::In) == 4 ? 2 : 1;
+  static constexpr ClusterTier kTier[2] = {ClusterTier{256, 32}, ClusterTier{512, 32}};
+  static constexpr int64_t cols(int t) { return int64_t(kTier[t].block) * kTier[t].elems; }
+};
+
+template <typename R, int W, int TIER, typename L>
+bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
+  constexpr int kBlock = ClusterTiers<R>::kTier[TIER].block;
+  constexpr int kItems = ClusterTiers<R>::kTier[TIER].elems / R::kVec;
+  if (!l.template cluster_fits<R, W, kItems, kBlock>(K, status)) return status != ONORM_OK;
+  SplitArgs s{};
+  s.chunks = K;
+  s.chunk = ((a.cols + K - 1) / K + R::kVec - 1) / R::kVec * R::kVec;
+  s.prefetch_cols = l.caps().cluster_prefetch;
+  const int64_t max_rows = max_blocks<kBlock>() / K;
+  for (int64_t r0 = 0; r0 < a.rows && status == ONORM_OK; r0 += max_rows) {
+    s.row0 = r0;
+    const unsigned grid = static_cast<unsigned>(std::min(max_rows, a.rows - r0) * K);
+    status = l.template cluster<R, W, kItems, kBlock>(grid, K, a, s);
+  }
+  return true;
+}
+
+// Rows from cluster_min_cols (per input width) to 16 slices of the largest tier: the smallest
+// slice whose cluster size K fits cluster_max (a slice is at most a vector longer than the
+// row's share and holds >= 8192 columns: no block is empty).
+template <typename R, int W, typename L>
+bool place_cluster(const RowArgs& a, L& l, onorm_status& status) {
+  if constexpr (!L::kClusters) {
+    (void)a, (void)l, (void)status;
+    return false;
+  } else {
+    using T = ClusterTiers<R>;
+    const PlanCaps& caps = l.caps();
+    const int64_t min_cols = sizeof(typename R::In) == 4 ? caps.cluster_min_cols_f32 : caps.cluster_min_cols_16;
+    if (!caps.cluster || a.cols < min_cols) return false;
+    for (int tier = std::min(caps.cluster_min_tier, T::kCount - 1); tier < T::kCount; ++tier) {
+      const int64_t K = (a.cols + T::cols(tier) - 1) / T::cols(tier);
+      if (K > caps.cluster_max) continue;
+      if (tier == 0 ? cluster_tier<R, W, 0>(a, int(K), l, status) : cluster_tier<R, W, T::kCount - 1>(a, int(K), l, status))
+        return true;
+    }
+    return false;
+  }
+}
+
+// ------------------------------------------------------------------ staged (single read)
+template <typename R, int W, typename L>
+bool place_staged(const RowArgs& a, L& l, onorm_status& status) {
+  if constexpr (!L::kStaged) {
+    (void)a, (void)l, (void)status;
+    return false;
+  } else {
+    const PlanCaps& caps = l.caps();
+    if (caps.force_two_read) return false;
+    const int64_t stage_max = caps.staged_chunk_bytes / int64_t(sizeof(typename R::In));
+    const int64_t chunk = a.cols <= stage_max ? a.cols : stage_max;
+    const int64_t K = (a.cols + chunk - 1) / chunk;
+    const int64_t alloc = (chunk + 7) / 8 * 8;  // every input's buffer 16-byte aligned
+    const size_t smem = size_t(2 * alloc * staged_bytes_per_element<R>());
+    if (int64_t(smem) > caps.smem_max) return false;
+    const int per_sm = l.template staged_per_sm<R, W, kStagedBlock>(smem, status);
+    if (status != ONORM_OK) return true;
+    const int64_t resident = int64_t(per_sm) * caps.sms;
+    if (per_sm <= 0 || !(K == 1 || (caps.coop && K <= resident))) return false;
+    const int64_t groups = std::min<int64_t>(std::max<int64_t>(resident / K, 1), a.rows);
+    const int64_t grid = groups * K;
+    SplitArgs s{};
+    s.chunk = chunk;
+    s.chunks = K;
+    s.groups = groups;
+    s.chunk_alloc = alloc;
+    if (K > 1) {  // the state slots, then two barrier flags per block (coop_barrier)
+      s.entries = l.workspace(size_t((kCoopSlots + 2) * grid) * sizeof(Entry), status);
+      if (status != ONORM_OK) return true;
+      s.epoch = l.next_epoch();
+    }
+    status = l.template staged<R, W, kStagedBlock>(static_cast<unsigned>(grid), smem, K > 1, a, s);
+    return true;
+  }
+}
+
+// ------------------------------------------------------------------ two reads
+template <typename R>
+struct SplitShape {
+  static constexpr int kItems = R::kVec == 4 ? 8 : 4;  // 32 floats per thread and input
+  static constexpr int64_t kChunk = int64_t(kSplitBlock) * kItems * R::kVec;
+};
+
+template <typename R, int W, typename L>
+onorm_status place_two_read(const RowArgs& a, L& l) {
+  using Op = typename R::Op;
+  using S = typename Op::Merged;
+  using Shape = SplitShape<R>;
+  constexpr int kItems = Shape::kItems;
+  const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
+  const int64_t row_bytes = a.cols * staged_bytes_per_element<R>();
+  int64_t batch = std::max<int64_t>(1, (l.caps().l2_bytes / 2) / row_bytes);
+  batch = std::min<int64_t>({batch, a.rows, 65535});
+  const int64_t level1 = (K + kSplitBlock - 1) / kSplitBlock;
+  const size_t buf0 = size_t(batch * K) * sizeof(S);
+  const size_t buf1 = size_t(batch * level1) * sizeof(S);
+  const size_t buf2 = Op::kF64Fallback ? size_t(batch) * sizeof(coefs_t<Op>) : 0;
+  onorm_status status = ONORM_OK;
+  char* b0 = static_cast<char*>(l.workspace(buf0 + buf1 + buf2, status));
+  if (status != ONORM_OK) return status;
+  char* b1 = b0 + buf0;
+  for (int64_t r0 = 0; r0 < a.rows; r0 += batch) {
+    const int64_t nb = std::min(batch, a.rows - r0);
+    SplitArgs s{};
+    s.chunk = Shape::kChunk;
+    s.chunks = K;
+    s.row0 = r0;
+    s.entries = b0;
+    const unsigned gx = static_cast<unsigned>(K), gy = static_cast<unsigned>(nb);
+    if (onorm_status e = l.template split<R, W, kItems, kSplitBlock, kModeStats>(gx, gy, a, s)) return e;
+    char* in = b0;
+    char* out = b1;
+    for (int64_t count = K; count > 1; count = (count + kSplitBlock - 1) / kSplitBlock) {
+      const unsigned outs = static_cast<unsigned>((count + kSplitBlock - 1) / kSplitBlock);
+      if (onorm_status e = l.template merge<S, W, kSplitBlock>(outs, gy, in, out, count)) return e;
+      std::swap(in, out);
+    }
+    s.final_states = in;
+    if constexpr (Op::kF64Fallback) {  // coefficients before the finish writes (in place)
+      s.row_coefs = b1 + buf1;
+      if (onorm_status e = l.template row_coefs<R, W, kSplitBlock>(gy, a, s)) return e;
+    }
+    if (onorm_status e = l.template split<R, W, kItems, kSplitBlock, kModeFinish>(gx, gy, a, s)) return e;
+  }
+  return ONORM_OK;
+}
+
+// ------------------------------------------------------------------ the plan
+template <typename R, int W, typename L>
+onorm_status plan_rows(const RowArgs& a, L& l) {
+  onorm_status status = ONORM_OK;
+  if (place_cluster<R, W>(a, l, status) || place_registers<R, W>(a, l, status) || place_staged<R, W>(a, l, status))
+    return status;
+  return place_two_read<R, W>(a, l);
+}
+
+template <typename T>
+struct type_tag {
+  using type = T;
+};
+
+// f(type_tag<T>{}) for the element type of a GPU dtype (f32, f16, bf16), or unsupported.
+template <typename F>
+onorm_status visit_dtype(int dtype, F&& f, char* err, size_t err_len) {
+  switch (dtype) {
+    case kF32: return f(type_tag<float>{});
+    case kF16: return f(type_tag<core::f16_bits>{});
+    case kBF16: return f(type_tag<core::bf16_bits>{});
+    default:
+      if (err && err_len) std::snprintf(err, err_len, "gpu: input dtype %d is not supported", dtype);
+      return ONORM_ERROR_UNSUPPORTED;
+  }
+}
+
+// f(op, type_tag<In>{}) for a request's op and first input's element type: the unit a backend
+// instantiates per translation unit.
+template <typename F>
+onorm_status visit_request(const onorm_request& q, F&& f, char* err, size_t err_len) {
+  return core::ops::visit(q.op, [&](auto op) {
+    return visit_dtype(q.in[0].dtype, [&](auto in) { return f(op, in); }, err, err_len);
+  });
+}
+
+// The plan of op Op with first input In: the other inputs' element types, then plan_rows.
+template <typename Op, typename In, int W, typename L>
+onorm_status plan_op(const onorm_request& q, L& l, char* err, size_t err_len) {
+  const RowArgs a = row_args(q);
+  if constexpr (Op::kInputs > 1) {
+    return visit_dtype(q.in[1].dtype, [&](auto in1) {
+      return plan_rows<Row<Op, In, typename decltype(in1)::type>, W>(a, l);
+    }, err, err_len);
+  } else {
+    return plan_rows<Row<Op, In>, W>(a, l);
+  }
+}
+
+// Every request on warp width W in one unit (tests; backends split by op and dtype).
+template <int W, typename L>
+onorm_status plan_any(const onorm_request& q, L& l, char* err, size_t err_len) {
+  return visit_request(q, [&](auto op, auto in) {
+    return plan_op<decltype(op), typename decltype(in)::type, W>(q, l, err, err_len);
+  }, err, err_len);
+}
+
+}  // namespace gpu
+}  // namespace onorm

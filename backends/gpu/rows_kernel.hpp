@@ -1,0 +1,58 @@
+// Short and medium rows in registers: rows_kernel, a group of TPR lanes per row (TPR <= WARP:
+// several rows per block; TPR == BLOCK: a block per row), ITEMS 16-byte vectors per thread and
+// input. The row is read once, reduced by the op's passes (row_chunk.hpp) in its group, and
+// finished from registers. A single chunk: the op's float state (Op::State<float>), no merge.
+#pragma once
+
+#include "f64_fallback.hpp"
+#include "row_chunk.hpp"
+
+namespace onorm {
+namespace gpu {
+
+// Register caps (ptxas, sm_90a; bench/cuda/NOTES.md): blocks of 256 threads (or the same
+// threads in blocks of 128) get 40 registers where one or two vectors per thread without
+// column vectors fit them, 64 for up to 16 floats per thread, else 80; blocks of 512 threads 64
+// for up to 16 floats per thread, else 128.
+template <typename R, int ITEMS, int BLOCK>
+constexpr int rows_min_blocks() {
+  constexpr int kFloats = R::Op::kInputs * ITEMS * R::kVec;
+  if constexpr (BLOCK > 256) return kFloats > 16 ? 1 : 2;
+  return (R::Op::kCols == 0 && ITEMS <= 2 && kFloats <= 16 ? 6 : R::Op::kCols == 0 && kFloats <= 16 ? 4 : 3) *
+         (256 / BLOCK);
+}
+
+template <typename R, int WARP, int TPR, int ITEMS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) rows_kernel(RowArgs a) {
+  using Op = typename R::Op;
+  constexpr int E = ITEMS * R::kVec;
+  constexpr int GPB = BLOCK / TPR;  // groups per block
+  static_assert(TPR <= WARP || TPR == BLOCK, "row group");
+  __shared__ Scratch<Op, WARP, BLOCK> scratch;
+  const int lane = static_cast<int>(threadIdx.x) % TPR;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * GPB + static_cast<int>(threadIdx.x) / TPR;
+  // Inactive groups (past the last row) take part in the shuffles with an empty row.
+  const int n = row < a.rows ? static_cast<int>(a.cols) : 0;
+  const int64_t rr = row < a.rows ? row : 0;
+  float v[Op::kInputs][E];
+  load_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+  const ChunkStats<Op> cs = chunk_passes<R, ITEMS, TPR>(v, n, lane, RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
+  const typename Op::Params prm = Op::params(a.param);
+  bool ok;
+  coefs_t<Op> cf = Op::narrow(Op::coefs(cs.template state<float>(), prm, ok));
+  // Rows whose float coefficients the op does not trust: again in double (every lane calls
+  // it; inactive groups never count), read from memory; then the values again (not written yet).
+  if constexpr (Op::kF64Fallback) {
+    if (rows_f64<R, WARP, TPR, BLOCK>(a, rr, n, lane, prm, ok || n == 0, cf)) {
+      load_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+      if constexpr (Op::kKeepsLift) chunk_passes<R, ITEMS, TPR>(v, n, lane, RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
+    }
+  }
+  if (n > 0 && lane == 0) Op::write_row_outputs(cf, a.row_out, rr);
+  // The chunk is the row: its chunk coefficients are the row's.
+  finish_items<R, ITEMS, TPR>(a, 0, n, lane, v, cf);
+  store_any<R, ITEMS, TPR>(a, rr, 0, n, lane, v[0]);
+}
+
+}  // namespace gpu
+}  // namespace onorm

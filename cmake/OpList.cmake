@@ -1,0 +1,22 @@
+# The ops of core/ops/op_list.h (their C++ type names, in list order) for the GPU backends'
+# generated translation units, and the element type of each GPU dtype.
+file(READ "${PROJECT_SOURCE_DIR}/core/include/onlinenorm/core/ops/op_list.h" _onorm_op_list)
+string(FIND "${_onorm_op_list}" "#define ONORM_OP_LIST(X)" _onorm_at)
+string(SUBSTRING "${_onorm_op_list}" ${_onorm_at} -1 _onorm_op_list)
+string(REGEX MATCHALL "X\\([A-Z_0-9]+, *[a-z_0-9]+, *[A-Za-z0-9]+\\)" _onorm_op_entries "${_onorm_op_list}")
+set(ONORM_OP_TYPES "")
+foreach(_entry IN LISTS _onorm_op_entries)
+  string(REGEX REPLACE "X\\([A-Z_0-9]+, *[a-z_0-9]+, *([A-Za-z0-9]+)\\)" "\\1" _type "${_entry}")
+  list(APPEND ONORM_OP_TYPES ${_type})
+endforeach()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/core/include/onlinenorm/core/ops/op_list.h")
+
+function(onorm_gpu_element_type dtype out)
+  if(dtype STREQUAL "f32")
+    set(${out} float PARENT_SCOPE)
+  elseif(dtype STREQUAL "f16")
+    set(${out} core::f16_bits PARENT_SCOPE)
+  else()
+    set(${out} core::bf16_bits PARENT_SCOPE)
+  endif()
+endfunction()
