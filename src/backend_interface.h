@@ -58,14 +58,6 @@ typedef struct onorm_backend_module {
                        char* err, size_t err_len);
 } onorm_backend_module;
 
-#ifdef __cplusplus
-/* The per-row statistics outputs of the version-1 norms, by op (their signatures' row_out slots). */
-inline float* mean_out(const onorm_request& q) { return q.op == ONORM_OP_LAYER_NORM ? q.row_out[0] : 0; }
-inline float* rstd_out(const onorm_request& q) {
-  return q.op == ONORM_OP_LAYER_NORM ? q.row_out[1] : q.op == ONORM_OP_RMS_NORM ? q.row_out[0] : 0;
-}
-#endif
-
 /* Every loadable module exports this symbol (ONORM_BACKEND_MODULE_ENTRY). */
 typedef const onorm_backend_module* (*onorm_backend_module_entry_fn)(void);
 

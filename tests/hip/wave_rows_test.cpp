@@ -34,6 +34,10 @@ void set_mean(onorm_request& q, float* p) {
   if (q.op == ONORM_OP_LAYER_NORM) q.row_out[0] = p;
 }
 void set_rstd(onorm_request& q, float* p) { q.row_out[q.op == ONORM_OP_LAYER_NORM ? 1 : 0] = p; }
+float* mean_of(const onorm_request& q) { return q.op == ONORM_OP_LAYER_NORM ? q.row_out[0] : nullptr; }
+float* rstd_of(const onorm_request& q) {
+  return q.op == ONORM_OP_LAYER_NORM ? q.row_out[1] : q.op == ONORM_OP_RMS_NORM ? q.row_out[0] : nullptr;
+}
 
 using onorm_ref::Op;
 
@@ -180,7 +184,7 @@ void run_case(const Case& c, std::mt19937_64& rng) {
   ASSERT_EQ(s, ONORM_OK) << err;
 
   const onorm_ref::Result ref = onorm_ref::compute(c.op, q.in[0], q.col[0], q.col[1], q.param[0]);
-  const onorm_ref::Report rep = onorm_ref::check(c.op, ref, q.out[0], q.col[0], c.in, mean_out(q), rstd_out(q));
+  const onorm_ref::Report rep = onorm_ref::check(c.op, ref, q.out[0], q.col[0], c.in, mean_of(q), rstd_of(q));
   EXPECT_TRUE(rep.ok()) << launcher.shapes() << ": " << rep.describe();
 }
 
@@ -332,7 +336,7 @@ void run_huge(Op op, onorm_dtype dt, int64_t cols, bool padded, std::mt19937_64&
   const auto [q, shapes, ran] = call(x, got);
   if (!ran) return;
   const onorm_ref::Result ref = onorm_ref::compute(op, q.in[0], q.col[0], q.col[1], q.param[0]);
-  const onorm_ref::Report rep = onorm_ref::check(op, ref, q.out[0], q.col[0], dt, mean_out(q), rstd_out(q));
+  const onorm_ref::Report rep = onorm_ref::check(op, ref, q.out[0], q.col[0], dt, mean_of(q), rstd_of(q));
   EXPECT_TRUE(rep.ok()) << shapes << ": " << rep.describe();
   // The special rows' statistics were exercised: finite where the exact ones are.
   for (int64_t r = 0; r < rows; ++r) {
@@ -465,7 +469,7 @@ void run_staged_huge(onorm_dtype dt, int64_t cols, std::mt19937_64& rng) {
                                         [a, s] { onorm::gpu::staged_kernel<gpu::Row<OpT, In>, W, kBlock>(a, s); });
   ASSERT_TRUE(errors.empty()) << "emulator: " << errors[0];
   const onorm_ref::Result ref = onorm_ref::compute(op, q.in[0], q.col[0], q.col[1], q.param[0]);
-  const onorm_ref::Report rep = onorm_ref::check(op, ref, q.out[0], q.col[0], dt, mean_out(q), rstd_out(q));
+  const onorm_ref::Report rep = onorm_ref::check(op, ref, q.out[0], q.col[0], dt, mean_of(q), rstd_of(q));
   EXPECT_TRUE(rep.ok()) << rep.describe();
 }
 

@@ -21,7 +21,6 @@ struct SumSq {
     return SumSq{a.n + b.n, a.s + b.s};
   }
   ONORM_HD_INLINE T mean_square() const { return n > 0 ? s / static_cast<T>(n) : T(0); }
-  ONORM_HD_INLINE T rstd(T eps) const { return T(1) / sqrt_of(mean_square() + eps); }
 };
 
 }  // namespace core
