@@ -117,6 +117,7 @@ template <typename In>
 HWY_INLINE VF LoadTail(DF d, const In* p, size_t n, float pad) {
   HWY_ALIGN In buf[kMaxLanes];
   std::memset(static_cast<void*>(buf), 0, sizeof buf);
+  n = n < kMaxLanes ? n : kMaxLanes;  // n < Lanes(d) always; said so for GCC's -Warray-bounds
   std::memcpy(static_cast<void*>(buf), static_cast<const void*>(p), n * sizeof(In));
   return hn::IfThenElse(hn::FirstN(d, n), Io<In>::Load(d, buf), hn::Set(d, pad));
 }
@@ -124,6 +125,7 @@ template <typename Out>
 HWY_INLINE void StoreTail(DF d, VF v, Out* p, size_t n) {
   HWY_ALIGN Out buf[kMaxLanes];
   Io<Out>::Store(d, v, buf);
+  n = n < kMaxLanes ? n : kMaxLanes;  // as in LoadTail
   std::memcpy(static_cast<void*>(p), static_cast<const void*>(buf), n * sizeof(Out));
 }
 
