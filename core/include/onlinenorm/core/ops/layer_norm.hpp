@@ -4,34 +4,23 @@
 // of core/norm_stats.hpp. Special values (API.md): NaN or inf in the row make the row NaN.
 #pragma once
 
-#include "onlinenorm/core/norm_stats.hpp"
-#include "onlinenorm/core/ops/row_op.hpp"
+#include "onlinenorm/core/ops/norm_op.hpp"
 #include "onlinenorm/core/welford.hpp"
 
 namespace onorm {
 namespace core {
 namespace ops {
 
-struct LayerNorm {
+struct LayerNorm : NormOpDefaults {
   static constexpr Signature kSignature{
       1, {"x"}, 1, {"y"}, 2, {"gamma", "beta"}, 2, {"mean", "rstd"}, 1, {"eps"}, {ParamRule::kNonNegative}};
-  static constexpr int kInputs = 1;
   static constexpr int kSums = 2;  // sum(x - p), sum((x - p)^2)
   static constexpr int kCols = 2;  // gamma (default 1), beta (default 0)
   static constexpr Pass1 kPass1 = Pass1::kSum;
   static constexpr bool kPadWithPivot = true;
-  static constexpr bool kF64Fallback = true;
-  static constexpr bool kKeepsLift = false;
   template <typename T>
   using State = Welford<T>;
   using Merged = Welford<double>;  // Chan's between-chunk term needs more digits than a float mean
-  template <typename T>
-  using Coefs = BasicNormCoefs<T>;
-  struct Params {
-    double eps;
-  };
-  ONORM_HD_INLINE static Params params(const double* p) { return Params{p[0]}; }
-  ONORM_HD_INLINE static float pad(int) { return 0.0f; }
   ONORM_HD_INLINE static float col_default(int col) { return col == 0 ? 1.0f : 0.0f; }
 
   template <typename T>
@@ -63,14 +52,6 @@ struct LayerNorm {
     ok = norm_double_stats_ok(w.m2 + w.mean, var_eps);
     const double rstd = 1.0 / sqrt_of(var_eps);
     return Coefs<double>{1.0, w.mean, rstd, w.mean, rstd};
-  }
-  template <typename T>
-  ONORM_HD_INLINE static Coefs<float> narrow(const Coefs<T>& c) {
-    return norm_coefs_narrow(c);
-  }
-  template <typename T, typename S>
-  ONORM_HD_INLINE static Coefs<T> chunk_coefs(const Coefs<T>& row, const S&) {
-    return row;
   }
   template <typename T>
   ONORM_HD_INLINE static void write_row_outputs(const Coefs<T>& c, float* const* row_out, int64_t r) {

@@ -10,7 +10,6 @@ namespace ops {
 
 struct LogSoftmax : SoftmaxStatistics {
   static constexpr Signature kSignature{1, {"x"}, 1, {"y"}, 0, {}, 0, {}, 0, {}, {}};
-  static constexpr bool kKeepsLift = false;
 
   // y = (x - m) - lnd.
   template <typename T>
@@ -28,12 +27,6 @@ struct LogSoftmax : SoftmaxStatistics {
   ONORM_HD_INLINE static Coefs<float> narrow(const Coefs<T>& c) {
     return Coefs<float>{static_cast<float>(c.m), static_cast<float>(c.lnd)};
   }
-  template <typename T>
-  ONORM_HD_INLINE static Coefs<T> chunk_coefs(const Coefs<T>& row, const MaxSum<T>&) {
-    return row;
-  }
-  template <typename T>
-  ONORM_HD_INLINE static void write_row_outputs(const Coefs<T>&, float* const*, int64_t) {}
 
   template <typename M, typename T>
   ONORM_HD_INLINE static typename M::V finish(const M& m, const Coefs<T>& c, const typename M::V* x,

@@ -4,40 +4,22 @@
 // inf * 0, the others 0).
 #pragma once
 
-#include "onlinenorm/core/norm_stats.hpp"
-#include "onlinenorm/core/ops/row_op.hpp"
+#include "onlinenorm/core/ops/norm_op.hpp"
 #include "onlinenorm/core/sum_sq.hpp"
 
 namespace onorm {
 namespace core {
 namespace ops {
 
-struct RmsNorm {
+struct RmsNorm : NormOpDefaults {
   static constexpr Signature kSignature{
       1, {"x"}, 1, {"y"}, 1, {"gamma"}, 1, {"rstd"}, 1, {"eps"}, {ParamRule::kNonNegative}};
-  static constexpr int kInputs = 1;
-  static constexpr int kSums = 1;  // sum(x^2)
-  static constexpr int kCols = 1;  // gamma (default 1)
-  static constexpr Pass1 kPass1 = Pass1::kNone;
-  static constexpr bool kPadWithPivot = false;
-  static constexpr bool kF64Fallback = true;
-  static constexpr bool kKeepsLift = false;
+  static constexpr int kCols = 1;  // gamma (default 1); sums: one, sum(x^2)
   template <typename T>
   using State = SumSq<T>;
   using Merged = SumSq<float>;  // positive terms: a float tree keeps the bound at any length
-  template <typename T>
-  using Coefs = BasicNormCoefs<T>;
-  struct Params {
-    double eps;
-  };
-  ONORM_HD_INLINE static Params params(const double* p) { return Params{p[0]}; }
-  ONORM_HD_INLINE static float pad(int) { return 0.0f; }
   ONORM_HD_INLINE static float col_default(int) { return 1.0f; }
 
-  template <typename T>
-  ONORM_HD_INLINE static T pivot(T, int64_t) {
-    return T(0);
-  }
   template <typename M>
   ONORM_HD_INLINE static typename M::V accumulate(const M& m, typename M::V* acc, typename M::V,
                                                   const typename M::V* x) {
@@ -59,14 +41,6 @@ struct RmsNorm {
     ok = norm_double_stats_ok(s.s, var_eps);
     const double rstd = 1.0 / sqrt_of(var_eps);
     return Coefs<double>{1.0, 0.0, rstd, 0.0, rstd};
-  }
-  template <typename T>
-  ONORM_HD_INLINE static Coefs<float> narrow(const Coefs<T>& c) {
-    return norm_coefs_narrow(c);
-  }
-  template <typename T, typename S>
-  ONORM_HD_INLINE static Coefs<T> chunk_coefs(const Coefs<T>& row, const S&) {
-    return row;
   }
   template <typename T>
   ONORM_HD_INLINE static void write_row_outputs(const Coefs<T>& c, float* const* row_out, int64_t r) {

@@ -54,6 +54,35 @@ struct Signature {
   ParamRule param_rule[1];
 };
 
+// What most ops share: an op derives from it and declares only what differs (a declaration in
+// the op hides the default of the same name).
+struct RowOpDefaults {
+  static constexpr int kInputs = 1;
+  static constexpr int kSums = 1;
+  static constexpr int kCols = 0;
+  static constexpr Pass1 kPass1 = Pass1::kNone;
+  static constexpr bool kPadWithPivot = false;
+  static constexpr bool kF64Fallback = false;
+  static constexpr bool kKeepsLift = false;
+  struct Params {};
+  ONORM_HD_INLINE static Params params(const double*) { return Params{}; }
+  ONORM_HD_INLINE static float pad(int) { return 0.0f; }
+  ONORM_HD_INLINE static float col_default(int) { return 0.0f; }
+  // Pass 2 centred at 0 (ops without a pass 1).
+  template <typename T>
+  ONORM_HD_INLINE static T pivot(T, int64_t) {
+    return T(0);
+  }
+  // Every chunk finishes with the row's coefficients.
+  template <typename C, typename S>
+  ONORM_HD_INLINE static C chunk_coefs(const C& row, const S&) {
+    return row;
+  }
+  // No per-row outputs.
+  template <typename C>
+  ONORM_HD_INLINE static void write_row_outputs(const C&, float* const*, int64_t) {}
+};
+
 // Element math on scalars (host and device): the reference implementation of the math policy.
 template <typename T>
 struct ScalarMath {

@@ -10,20 +10,12 @@ namespace core {
 namespace ops {
 
 // The statistics of softmax and log-softmax: (max, sum of exp(x - max)) per chunk.
-struct SoftmaxStatistics {
-  static constexpr int kInputs = 1;
-  static constexpr int kSums = 1;
-  static constexpr int kCols = 0;
+struct SoftmaxStatistics : RowOpDefaults {
   static constexpr Pass1 kPass1 = Pass1::kMax;
-  static constexpr bool kPadWithPivot = false;
-  static constexpr bool kF64Fallback = false;
   template <typename T>
   using State = MaxSum<T>;
   using Merged = MaxSum<float>;
-  struct Params {};
-  ONORM_HD_INLINE static Params params(const double*) { return Params{}; }
   ONORM_HD_INLINE static float pad(int) { return -__builtin_huge_valf(); }
-  ONORM_HD_INLINE static float col_default(int) { return 0.0f; }
 
   // An all -inf chunk centres at 0: exp(-inf - 0) = 0, where -inf - -inf would be NaN.
   template <typename T>
@@ -75,8 +67,6 @@ struct Softmax : SoftmaxStatistics {
     if (chunk.m == row.pivot) return row;  // exp(0) = 1
     return Coefs<T>{chunk.m, exp_of(chunk.m - row.pivot) * row.scale};
   }
-  template <typename T>
-  ONORM_HD_INLINE static void write_row_outputs(const Coefs<T>&, float* const*, int64_t) {}
 
   template <typename M, typename T>
   ONORM_HD_INLINE static typename M::V finish(const M& m, const Coefs<T>& c, const typename M::V* x,

@@ -10,27 +10,13 @@ namespace onorm {
 namespace core {
 namespace ops {
 
-struct SoftmaxBackward {
+struct SoftmaxBackward : RowOpDefaults {
   static constexpr Signature kSignature{2, {"y", "dy"}, 1, {"dx"}, 0, {}, 0, {}, 0, {}, {}};
-  static constexpr int kInputs = 2;  // y, dy
-  static constexpr int kSums = 1;    // sum(y * dy)
-  static constexpr int kCols = 0;
-  static constexpr Pass1 kPass1 = Pass1::kNone;
-  static constexpr bool kPadWithPivot = false;
-  static constexpr bool kF64Fallback = false;
-  static constexpr bool kKeepsLift = false;
+  static constexpr int kInputs = 2;  // y, dy; one sum, sum(y * dy)
   template <typename T>
   using State = Sum<T>;
   using Merged = Sum<float>;
-  struct Params {};
-  ONORM_HD_INLINE static Params params(const double*) { return Params{}; }
-  ONORM_HD_INLINE static float pad(int) { return 0.0f; }
-  ONORM_HD_INLINE static float col_default(int) { return 0.0f; }
 
-  template <typename T>
-  ONORM_HD_INLINE static T pivot(T, int64_t) {
-    return T(0);
-  }
   template <typename M>
   ONORM_HD_INLINE static typename M::V accumulate(const M& m, typename M::V* acc, typename M::V,
                                                   const typename M::V* x) {
@@ -55,12 +41,6 @@ struct SoftmaxBackward {
   ONORM_HD_INLINE static Coefs<float> narrow(const Coefs<T>& c) {
     return Coefs<float>{static_cast<float>(c.s)};
   }
-  template <typename T, typename S>
-  ONORM_HD_INLINE static Coefs<T> chunk_coefs(const Coefs<T>& row, const S&) {
-    return row;
-  }
-  template <typename T>
-  ONORM_HD_INLINE static void write_row_outputs(const Coefs<T>&, float* const*, int64_t) {}
 
   template <typename M, typename T>
   ONORM_HD_INLINE static typename M::V finish(const M& m, const Coefs<T>& c, const typename M::V* x,
