@@ -747,14 +747,8 @@ TEST(WaveRowsMerge, DoubleStatesOfOffsetSlices) {
 // dx_j = y_j * (dy_j - sum_k y_k dy_k) through the plan on warps of 32 and 64 lanes: every
 // register shape and split rows, y / dy / dx of independent dtypes (a second input of another
 // vector width than the first), strides and unaligned rows, dx aliasing dy; a NaN in dy makes
-// its row NaN. Checked inline in float64 against API.md's bound (16-bit dx: plus one unit in
-// the last place of the reference).
-double ulp_of(double v, onorm_dtype d) {
-  if (d == ONORM_F32 || v == 0.0 || !std::isfinite(v)) return 0.0;
-  const int e = std::ilogb(v);
-  return d == ONORM_BF16 ? std::ldexp(1.0, e - 7) : std::ldexp(1.0, std::max(e, -14) - 10);
-}
-
+// its row NaN. Checked inline in float64 against API.md's bound (onorm_ref::bound: 16-bit dx
+// plus one unit in the last place of the reference).
 template <int W>
 void run_backward(onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t rows, int64_t cols, bool padded,
                   bool in_place, std::mt19937_64& rng) {
@@ -818,7 +812,8 @@ void run_backward(onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t r
       }
       const double yk = yd[r * cols + k], dyk = dyd[r * cols + k];
       const double ref = yk * (dyk - s);
-      const double bound = 1e-5 * std::fabs(yk) * (std::fabs(dyk) + sabs) + 1e-30 + ulp_of(ref, dxdt);
+      const double bound = onorm_ref::bound(onorm_ref::Op::softmax_backward, dxdt, ref, 0, 0, 0,
+                                             std::fabs(yk) * (std::fabs(dyk) + sabs));
       ASSERT_LE(std::fabs(got - ref), bound) << launcher.shapes() << ": row " << r << " col " << k << " got " << got
                                              << " want " << ref;
     }
