@@ -163,6 +163,18 @@ ONORM_DEV void load_col(const RowArgs& a, int q, int64_t col0, int c, int n, flo
   }
 }
 
+// The same for ITEMS vectors of a thread of STRIDE (items at (lane + i * STRIDE) * VEC).
+template <typename R, int ITEMS, int STRIDE>
+ONORM_DEV void load_col_items(const RowArgs& a, int q, int64_t col0, int n, int lane, float* o) {
+  const auto* col = static_cast<const typename R::In*>(a.col[q]);
+  if (col) {
+    load_items<typename R::In, ITEMS, STRIDE, R::kVec>(col + col0, n, lane, o, a.col_vec != 0, 0.0f);
+  } else {
+#pragma unroll
+    for (int j = 0; j < ITEMS * R::kVec; ++j) o[j] = R::Op::col_default(q);
+  }
+}
+
 // The finish of a thread's items with the chunk's coefficients (Op::finish, or finish_kept
 // on pass 2's kept values), into v[0].
 template <typename R, int ITEMS, int STRIDE>

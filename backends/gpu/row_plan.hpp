@@ -45,6 +45,7 @@ struct PlanCaps {
   bool short_wide = false;               // 32-lane short rows: the wide shape entries first
   int64_t reg_max_cols_f32 = 16384;      // longest f32 row kept in registers
   int64_t reg_max_cols_16 = 16384;       // longest f16/bf16 row kept in registers
+  int64_t reg_max_cols_16_one_pass = 16384;  // the same for ops without pass 1 (one block reduction)
   int64_t staged_chunk_bytes = 32768;    // one shared-memory stage of the staged kernel
   int64_t smem_max = 0;                  // dynamic shared memory a block may have
   int64_t cluster_min_cols_f32 = 16384;  // shortest f32 row split over a cluster
@@ -81,7 +82,9 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status) {
   constexpr int V = R::kVec;
   const PlanCaps& caps = l.caps();
   const int64_t c = a.cols;
-  if (c > (V == 4 ? caps.reg_max_cols_f32 : caps.reg_max_cols_16)) return false;
+  const bool one_pass = R::Op::kPass1 == core::ops::Pass1::kNone;
+  if (c > (V == 4 ? caps.reg_max_cols_f32 : one_pass ? caps.reg_max_cols_16_one_pass : caps.reg_max_cols_16))
+    return false;
 #define ONORM_GPU_TRY_SHAPE(TPR, ITEMS, BLOCK)                  \
   if (c <= int64_t(TPR) * ITEMS * V) {                          \
     status = launch_rows<R, W, TPR, ITEMS, BLOCK>(a, l);        \

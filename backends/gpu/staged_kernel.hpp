@@ -73,13 +73,27 @@ constexpr int64_t staged_bytes_per_element() {
   return sizeof(typename R::In) + (R::Op::kInputs > 1 ? sizeof(typename R::In1) : 0);
 }
 
-// VEC elements at i of every input's staged chunk of n elements (pad past the end).
-template <typename R>
-ONORM_DEV void staged_vec(const unsigned char* stage, int64_t chunk_alloc, int i, int n, const float* pad,
-                          float (&o)[R::Op::kInputs][R::kVec]) {
-  load_one_item<typename R::In, R::kVec>(staged_input<R, 0>(stage, chunk_alloc), i, n, true, pad[0], o[0]);
+// The loops over a staged chunk take step_vecs() vectors per thread and input at a time, all
+// loaded before any math: one bounds test per step, the loads in flight together. 32 floats
+// per thread over the inputs (and, in the finish, the column vectors).
+template <typename R, bool kFinish>
+constexpr int step_vecs() {
+  constexpr int floats = 32 / (R::Op::kInputs + (kFinish ? R::Op::kCols : 0));
+  return floats / R::kVec > 0 ? floats / R::kVec : 1;
+}
+
+// Step `base` of every input's staged chunk of n elements: this thread's U vectors of each
+// (pad past the end).
+template <typename R, int U, int BLOCK>
+ONORM_DEV void staged_step(const unsigned char* stage, int64_t chunk_alloc, int base, int n, const float* pad,
+                           float (&o)[R::Op::kInputs][U * R::kVec]) {
+  constexpr int VEC = R::kVec;
+  const int tid = static_cast<int>(threadIdx.x);
+  load_items<typename R::In, U, BLOCK, VEC>(staged_input<R, 0>(stage, chunk_alloc) + base, n - base, tid, o[0],
+                                            true, pad[0]);
   if constexpr (R::Op::kInputs > 1)
-    load_one_item<typename R::In1, R::kVec>(staged_input<R, 1>(stage, chunk_alloc), i, n, true, pad[1], o[1]);
+    load_items<typename R::In1, U, BLOCK, VEC>(staged_input<R, 1>(stage, chunk_alloc) + base, n - base, tid, o[1],
+                                               true, pad[1]);
 }
 
 // The op's passes over a staged chunk (block reductions).
@@ -87,8 +101,7 @@ template <typename R, int WARP, int BLOCK>
 ONORM_DEV ChunkStats<typename R::Op> staged_passes(const unsigned char* stage, int64_t chunk_alloc, int n,
                                                    Scratch<typename R::Op, WARP, BLOCK>& sc) {
   using Op = typename R::Op;
-  constexpr int VEC = R::kVec, NI = Op::kInputs;
-  const int tid = static_cast<int>(threadIdx.x);
+  constexpr int U = step_vecs<R, false>(), E = U * R::kVec, NI = Op::kInputs, STEP = BLOCK * E;
   const GpuMath m;
   float pad[NI];
 #pragma unroll
@@ -98,12 +111,10 @@ ONORM_DEV ChunkStats<typename R::Op> staged_passes(const unsigned char* stage, i
   cs.r1 = 0.0f;
   if constexpr (Op::kPass1 != core::ops::Pass1::kNone) {
     float r = pass1_identity<Op, float>();
-#pragma unroll 4
-    for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
-      float o[NI][VEC];
-      staged_vec<R>(stage, chunk_alloc, i, n, pad, o);
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) r = pass1_fold<Op>(r, o[0][j]);
+    for (int base = 0; base < n; base += STEP) {
+      float o[NI][E];
+      staged_step<R, U, BLOCK>(stage, chunk_alloc, base, n, pad, o);
+      r = pass1_fold<Op>(r, pass1_local<Op, E>(o[0]));
     }
     if constexpr (kPass1Max<Op>) cs.r1 = block_allreduce<WARP, BLOCK>(r, sc.f, MaxOp{});
     else cs.r1 = block_allreduce<WARP, BLOCK>(r, sc.f, AddOp{});
@@ -113,15 +124,13 @@ ONORM_DEV ChunkStats<typename R::Op> staged_passes(const unsigned char* stage, i
   sums_t<Op> acc;
 #pragma unroll
   for (int q = 0; q < Op::kSums; ++q) acc.v[q] = 0.0f;
-#pragma unroll 4
-  for (int i = tid * VEC; i < n; i += BLOCK * VEC) {
-    float o[NI][VEC];
-    staged_vec<R>(stage, chunk_alloc, i, n, pad, o);
+  for (int base = 0; base < n; base += STEP) {
+    float o[NI][E];
+    staged_step<R, U, BLOCK>(stage, chunk_alloc, base, n, pad, o);
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) {
+    for (int e = 0; e < E; ++e) {
       float x[NI];
-#pragma unroll
-      for (int k = 0; k < NI; ++k) x[k] = o[k][j];
+      element_of(o, e, x);
       Op::accumulate(m, acc.v, cs.p, x);
     }
   }
@@ -134,32 +143,30 @@ template <typename R, typename Out, int BLOCK>
 ONORM_DEV void staged_output(const RowArgs& a, const unsigned char* stage, int64_t chunk_alloc, int n, int64_t row,
                              int64_t col0, const coefs_t<typename R::Op>& cf) {
   using Op = typename R::Op;
-  constexpr int VEC = R::kVec, NI = Op::kInputs, NC = Op::kCols > 0 ? Op::kCols : 1;
-  constexpr int kUnroll = Op::kCols > 0 ? 2 : 4;  // column loads per element: fewer in flight
-  (void)kUnroll;                                   // (host compilers ignore the pragma)
+  constexpr int U = step_vecs<R, true>(), VEC = R::kVec, E = U * VEC, NI = Op::kInputs, STEP = BLOCK * E;
+  constexpr int NC = Op::kCols > 0 ? Op::kCols : 1;
   const GpuMath m;
+  const int tid = static_cast<int>(threadIdx.x);
   Out* y = static_cast<Out*>(a.out) + row * a.out_stride + col0;
   const bool yal = a.out_vec != 0;
   float pad[NI];
 #pragma unroll
   for (int k = 0; k < NI; ++k) pad[k] = Op::pad(k);
-#pragma unroll kUnroll
-  for (int i = static_cast<int>(threadIdx.x) * VEC; i < n; i += BLOCK * VEC) {
-    float o[NI][VEC], cv[NC][VEC];
-    staged_vec<R>(stage, chunk_alloc, i, n, pad, o);
+  for (int base = 0; base < n; base += STEP) {
+    float o[NI][E], cv[NC][E];
+    staged_step<R, U, BLOCK>(stage, chunk_alloc, base, n, pad, o);
 #pragma unroll
-    for (int q = 0; q < Op::kCols; ++q) load_col<R, VEC>(a, q, col0, i, n, cv[q]);
-    float r[VEC];
+    for (int q = 0; q < Op::kCols; ++q) load_col_items<R, U, BLOCK>(a, q, col0 + base, n - base, tid, cv[q]);
+    float r[E];
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) {
+    for (int e = 0; e < E; ++e) {
       float x[NI], cols[NC];
+      element_of(o, e, x);
 #pragma unroll
-      for (int k = 0; k < NI; ++k) x[k] = o[k][j];
-#pragma unroll
-      for (int q = 0; q < NC; ++q) cols[q] = Op::kCols > 0 ? cv[q][j] : 0.0f;
-      r[j] = Op::finish(m, cf, x, cols);
+      for (int q = 0; q < NC; ++q) cols[q] = Op::kCols > 0 ? cv[q][e] : 0.0f;
+      r[e] = Op::finish(m, cf, x, cols);
     }
-    store_one_item<Out, VEC>(y, i, n, yal, r);
+    store_items<Out, VEC, U, BLOCK>(y + base, n - base, tid, r, yal);
   }
 }
 

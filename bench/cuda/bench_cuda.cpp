@@ -1,8 +1,10 @@
 // CUDA benchmark and smoke check, through the library's C ABI (the same module users load).
 //
-//   onorm_bench_cuda [--csv FILE] [--quick] [--widths a,b,..]   time every op (f32, bf16) over the widths, each
-//        case moving >= 256 MB, against a device-to-device copy of the same bytes measured in
-//        the same run; CUDA events, median of many runs, buffer sets rotated.
+//   onorm_bench_cuda [--csv FILE] [--quick] [--back-to-back] [--widths a,b,..]   time every op (f32, bf16)
+//        over the widths, each case moving >= 256 MB, against a device-to-device copy of the same
+//        bytes measured in the same run; CUDA events around each call, median of many runs, buffer
+//        sets rotated. --back-to-back: events around 20 calls queued at once (no host latency in
+//        the time), and each case's host time per call on stderr ("host_us").
 //   onorm_bench_cuda --check [--big]          compare against the float64 reference (reference/)
 //        over dtypes, widths, strides, in-place, special values; bitwise determinism.
 //   onorm_bench_cuda --check --hard [--big]   the hard norm data alone (offsets, outliers at
@@ -12,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -63,7 +66,7 @@ const char* dtype_name(onorm_dtype d) {
 }
 
 // ------------------------------------------------------------------------------ benchmark
-int bench(onorm_context ctx, const char* csv_path, bool quick, const char* width_list) {
+int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back, const char* width_list) {
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
   std::vector<int64_t> widths = {64, 128, 512, 1024, 4096, 8192, 16384, 32768, 131072, 262144, 1048576};
@@ -109,6 +112,31 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, const char* width
       const size_t bytes = size_t(rows * cols) * es;
       auto time_it = [&](auto&& body) {
         for (int i = 0; i < 3; ++i) body(i % kSets);
+        if (back_to_back) {  // kIters calls between two events (steady state), 5 times
+          std::vector<float> ms;
+          for (int k = 0; k < 5; ++k) {
+            CK(cudaDeviceSynchronize());
+            CK(cudaEventRecord(e0, 0));
+            for (int i = 0; i < kIters; ++i) body(i % kSets);
+            CK(cudaEventRecord(e1, 0));
+            CK(cudaEventSynchronize(e1));
+            float t = 0;
+            CK(cudaEventElapsedTime(&t, e0, e1));
+            ms.push_back(t / kIters);
+          }
+          std::sort(ms.begin(), ms.end());
+          CK(cudaDeviceSynchronize());
+          double host = 1e30;  // host enqueue time per call (GPU idle at the start)
+          for (int k = 0; k < 5; ++k) {
+            auto t0 = std::chrono::steady_clock::now();
+            body(k % kSets);
+            auto t1 = std::chrono::steady_clock::now();
+            host = std::min(host, std::chrono::duration<double, std::micro>(t1 - t0).count());
+            CK(cudaDeviceSynchronize());
+          }
+          std::fprintf(stderr, "host_us %.2f\n", host);
+          return double(ms[ms.size() / 2]);
+        }
         std::vector<float> ms;
         for (int i = 0; i < kIters; ++i) {
           CK(cudaEventRecord(e0, 0));
@@ -436,12 +464,13 @@ int check(onorm_context ctx, bool big, bool small, bool hard_only) {
 int main(int argc, char** argv) {
   const char* csv = nullptr;
   const char* width_list = nullptr;
-  bool do_check = false, quick = false, big = false, small = false, hard_only = false;
+  bool do_check = false, quick = false, back_to_back = false, big = false, small = false, hard_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
     else if (!std::strcmp(argv[i], "--check")) do_check = true;
     else if (!std::strcmp(argv[i], "--widths") && i + 1 < argc) width_list = argv[++i];
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--back-to-back")) back_to_back = true;
     else if (!std::strcmp(argv[i], "--big")) big = true;
     else if (!std::strcmp(argv[i], "--sanitize")) small = true;
     else if (!std::strcmp(argv[i], "--hard")) hard_only = true;
@@ -453,7 +482,7 @@ int main(int argc, char** argv) {
   onorm_context ctx = nullptr;
   OK(onorm_create(ONORM_BACKEND_CUDA, 0, &ctx));
   std::printf("backend: %s\n", onorm_backend_name(ctx));
-  const int rc = do_check ? check(ctx, big, small, hard_only) : bench(ctx, csv, quick, width_list);
+  const int rc = do_check ? check(ctx, big, small, hard_only) : bench(ctx, csv, quick, back_to_back, width_list);
   onorm_destroy(ctx);
   return rc;
 }
