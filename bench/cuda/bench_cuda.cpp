@@ -301,12 +301,6 @@ void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
 // Softmax backward, dx_j = y_j * (dy_j - sum_k y_k dy_k), y / dy / dx of independent dtypes,
 // checked in float64 against API.md's bound (16-bit dx: plus one unit in the last place of the
 // reference); a NaN in dy makes its row NaN; bitwise the same on a second call; dx may alias dy.
-double ulp_of(double v, onorm_dtype d) {
-  if (d == ONORM_F32 || v == 0.0 || !std::isfinite(v)) return 0.0;
-  const int e = std::ilogb(v);
-  return d == ONORM_BF16 ? std::ldexp(1.0, e - 7) : std::ldexp(1.0, std::max(e, -14) - 10);
-}
-
 void run_backward(onorm_context ctx, onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t rows, int64_t cols,
                   bool in_place, std::mt19937& rng) {
   if (in_place) dxdt = dydt;
@@ -348,7 +342,7 @@ void run_backward(onorm_context ctx, onorm_dtype ydt, onorm_dtype dydt, onorm_dt
     for (int64_t k = 0; k < cols && why.empty(); ++k) {
       const double yk = onorm_ref::decode(hy.data(), ydt, r * ys + k), dyk = onorm_ref::decode(hdy.data(), dydt, r * dys + k);
       const double got = onorm_ref::decode(out1.data(), dxdt, r * dxs + k), ref = yk * (dyk - s);
-      const double bound = 1e-5 * std::fabs(yk) * (std::fabs(dyk) + sabs) + 1e-30 + ulp_of(ref, dxdt);
+      const double bound = onorm_ref::bound(Op::softmax_backward, dxdt, ref, 0, 0, 0, std::fabs(yk) * (std::fabs(dyk) + sabs));
       char b[200];
       if (r == 1 ? !std::isnan(got) : !(std::fabs(got - ref) <= bound))
         std::snprintf(b, sizeof b, "dx[%lld][%lld] = %.9g, want %.9g (bound %.3g)", (long long)r, (long long)k, got, ref, bound), why = b;
