@@ -20,18 +20,17 @@ using dsums_t = Vals<double, Op::kSums>;
 // reduced in fixed trees: every placement that recomputes a row gets the same bits. Every
 // lane of the warp (TPR <= WARP) or thread of the block (TPR == BLOCK) must call it: callers
 // decide warp- or block-uniformly. Its own shared arrays (the callers' scratch is not assumed
-// free). Not inlined: inlined, the double passes cost the float hot paths registers and
-// spills; as a call they keep their allocation. Its arguments by value: a reference to the
-// kernel's RowArgs put a copy of them on every thread's stack (ptxas, sm_90a; bench/cuda/NOTES.md).
+// free). Loops not unrolled: few values live. The register kernel inlines it: as a call, the
+// values live across it cost its float path 22-30 registers and spills (ptxas, sm_90a;
+// bench/RESULTS.md).
 // In place (out == in): register rows and a row held by one block (staged K == 1) are read
 // whole before they are written; the two-read schedule takes its coefficients in a launch of
 // their own before the finish (row_coefs_kernel); the CUDA cluster kernel holds every block at
 // a cluster barrier, and the cooperative staged schedule at a group barrier (coop_barrier),
 // until all have read the row.
 template <typename R, int WARP, int TPR, int BLOCK>
-__device__ __noinline__ typename R::Op::template State<double> row_state_f64(const typename R::In* x0,
-                                                                             const typename R::In1* x1, int64_t n,
-                                                                             int lane) {
+ONORM_DEV typename R::Op::template State<double> row_state_f64(const typename R::In* x0, const typename R::In1* x1,
+                                                              int64_t n, int lane) {
   using Op = typename R::Op;
   constexpr int NI = Op::kInputs;
   __shared__ double red[TPR > WARP ? BLOCK / WARP : 1];
@@ -39,6 +38,7 @@ __device__ __noinline__ typename R::Op::template State<double> row_state_f64(con
   const core::ops::ScalarMath<double> m;
   double r1 = pass1_identity<Op, double>();
   if constexpr (Op::kPass1 != core::ops::Pass1::kNone) {
+#pragma unroll 1
     for (int64_t i = lane; i < n; i += TPR) r1 = pass1_fold<Op>(r1, static_cast<double>(io<typename R::In>::load1(x0 + i)));
     if constexpr (kPass1Max<Op>) r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, MaxOp{});
     else r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, AddOp{});
@@ -47,6 +47,7 @@ __device__ __noinline__ typename R::Op::template State<double> row_state_f64(con
   dsums_t<Op> acc;
 #pragma unroll
   for (int q = 0; q < Op::kSums; ++q) acc.v[q] = 0.0;
+#pragma unroll 1
   for (int64_t i = lane; i < n; i += TPR) {
     double x[NI];
     x[0] = static_cast<double>(io<typename R::In>::load1(x0 + i));
@@ -57,13 +58,24 @@ __device__ __noinline__ typename R::Op::template State<double> row_state_f64(con
   return Op::template state<double>(n, r1, p, acc.v);
 }
 
-// row_state_f64 of row `row` of a request.
+// row_state_f64 as a call, for the placements that merge states (staged, cluster, two-read):
+// inlined there, it cost the CUDA cluster kernel spills (ptxas, sm_90a). Its arguments by
+// value: a reference to the kernel's RowArgs put a copy of them on every thread's stack.
 template <typename R, int WARP, int TPR, int BLOCK>
+__device__ __noinline__ typename R::Op::template State<double> row_state_f64_call(const typename R::In* x0,
+                                                                                  const typename R::In1* x1,
+                                                                                  int64_t n, int lane) {
+  return row_state_f64<R, WARP, TPR, BLOCK>(x0, x1, n, lane);
+}
+
+// row_state_f64 of row `row` of a request, inlined or (kCall) as a call.
+template <typename R, int WARP, int TPR, int BLOCK, bool kCall>
 ONORM_DEV typename R::Op::template State<double> request_row_state_f64(const RowArgs& a, int64_t row, int64_t n,
                                                                        int lane) {
-  return row_state_f64<R, WARP, TPR, BLOCK>(static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0],
-                                            static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1], n,
-                                            lane);
+  const auto* x0 = static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0];
+  const auto* x1 = static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1];
+  if constexpr (kCall) return row_state_f64_call<R, WARP, TPR, BLOCK>(x0, x1, n, lane);
+  else return row_state_f64<R, WARP, TPR, BLOCK>(x0, x1, n, lane);
 }
 
 // Register placements: the rows whose float coefficients failed (ok false) get cf again in
@@ -72,7 +84,7 @@ ONORM_DEV typename R::Op::template State<double> request_row_state_f64(const Row
 // warp; TPR == BLOCK: every thread holds the row's coefficients). Rows that passed keep their
 // float coefficients: a row's result does not depend on its neighbours. Returns whether the
 // warp took the double path: the caller then loads its values again, so that they are not
-// live across the call (which would cost the float path registers).
+// live during the double pass (which would cost the float path registers).
 template <typename R, int WARP, int TPR, int BLOCK>
 ONORM_DEV bool rows_f64(const RowArgs& a, int64_t row, int n, int lane, const typename R::Op::Params& prm, bool ok,
                         coefs_t<typename R::Op>& cf) {
@@ -87,7 +99,7 @@ ONORM_DEV bool rows_f64(const RowArgs& a, int64_t row, int n, int lane, const ty
     any = f != 0.0f;
   }
   if (!any) return false;  // warp-uniform (block-uniform for TPR == BLOCK)
-  const auto st = request_row_state_f64<R, WARP, TPR, BLOCK>(a, row, n, lane);
+  const auto st = request_row_state_f64<R, WARP, TPR, BLOCK, false>(a, row, n, lane);
   if (!ok) {
     bool ok64;
     cf = Op::narrow(Op::coefs(st, prm, ok64));
@@ -110,7 +122,7 @@ ONORM_DEV coefs_t<typename R::Op> merged_coefs(const RowArgs& a, int64_t row, co
     if (!ok) {
       reread = true;
       bool ok64;
-      return Op::narrow(Op::coefs(request_row_state_f64<R, WARP, BLOCK, BLOCK>(a, row, a.cols, threadIdx.x), prm, ok64));
+      return Op::narrow(Op::coefs(request_row_state_f64<R, WARP, BLOCK, BLOCK, true>(a, row, a.cols, threadIdx.x), prm, ok64));
     }
   }
   return cf;

@@ -194,7 +194,7 @@ ONORM_DEV void staged_finish(const RowArgs& a, const unsigned char* stage, int64
       row_cf = shared_cf;
     } else {
       bool ok64;
-      row_cf = Op::narrow(Op::coefs(request_row_state_f64<R, WARP, BLOCK, BLOCK>(a, row, a.cols, threadIdx.x), Op::params(a.param), ok64));
+      row_cf = Op::narrow(Op::coefs(request_row_state_f64<R, WARP, BLOCK, BLOCK, true>(a, row, a.cols, threadIdx.x), Op::params(a.param), ok64));
       reread_done();
     }
   } else {
