@@ -118,7 +118,7 @@ std::string op_names(const char* separator) {
   return s;
 }
 
-int op_inputs(Op op) { return op == Op::softmax_backward ? 2 : 1; }
+int op_inputs(Op op) { return op == Op::softmax_backward || op == Op::log_softmax_backward ? 2 : 1; }
 
 double decode(const void* data, onorm_dtype dtype, int64_t i) {
   switch (dtype) {
@@ -142,9 +142,12 @@ void encode(double v, void* data, onorm_dtype dtype, int64_t i) {
 
 namespace {
 
-// dx_j = y_j * (dy_j - s), s = sum_k y_k dy_k, in double from the rounded inputs; the bound's
-// scale |y_j| (|dy_j| + sum_k |y_k dy_k|). A NaN in y or dy makes the row NaN.
-Result softmax_backward(const onorm_rows& y, const onorm_rows& dy) {
+// The backward passes, in double from the rounded inputs y and dy. softmax: dx_j = y_j (dy_j - s),
+// s = sum_k y_k dy_k, the bound's scale |y_j| (|dy_j| + sum_k |y_k dy_k|); log-softmax:
+// dx_j = dy_j - exp(y_j) s, s = sum_k dy_k, scale |dy_j| + exp(y_j) sum_k |dy_k|. A NaN in y or
+// dy makes the row NaN.
+Result backward_of_y(Op op, const onorm_rows& y, const onorm_rows& dy) {
+  const bool log_sm = op == Op::log_softmax_backward;
   Result r;
   r.rows = y.rows;
   r.cols = y.cols;
@@ -158,14 +161,16 @@ Result softmax_backward(const onorm_rows& y, const onorm_rows& dy) {
       yv[c] = decode(y.data, y.dtype, i * y.row_stride + c);
       dv[c] = decode(dy.data, dy.dtype, i * dy.row_stride + c);
       any_nan |= std::isnan(yv[c]) || std::isnan(dv[c]);
-      s += yv[c] * dv[c];
-      s_abs += std::fabs(yv[c] * dv[c]);
+      const double t = log_sm ? dv[c] : yv[c] * dv[c];
+      s += t;
+      s_abs += std::fabs(t);
     }
     double* out = r.y.data() + i * y.cols;
     double* scale = r.scale.data() + i * y.cols;
     for (int64_t c = 0; c < y.cols; ++c) {
-      out[c] = any_nan ? std::numeric_limits<double>::quiet_NaN() : yv[c] * (dv[c] - s);
-      scale[c] = std::fabs(yv[c]) * (std::fabs(dv[c]) + s_abs);
+      const double e = log_sm ? std::exp(yv[c]) : 0.0;
+      out[c] = any_nan ? std::numeric_limits<double>::quiet_NaN() : log_sm ? dv[c] - e * s : yv[c] * (dv[c] - s);
+      scale[c] = log_sm ? std::fabs(dv[c]) + e * s_abs : std::fabs(yv[c]) * (std::fabs(dv[c]) + s_abs);
     }
   }
   return r;
@@ -180,7 +185,7 @@ Result compute(Op op, const onorm_rows* in, int inputs, const void* gamma, const
   for (int k = 1; k < op_inputs(op); ++k)
     if (in[k].rows != in[0].rows || in[k].cols != in[0].cols)
       throw std::invalid_argument(std::string("onorm_ref::compute: ") + op_name(op) + ": inputs of different shapes");
-  if (op == Op::softmax_backward) return softmax_backward(in[0], in[1]);
+  if (op_inputs(op) == 2) return backward_of_y(op, in[0], in[1]);
   return compute(op, in[0], gamma, beta, eps);
 }
 
@@ -256,7 +261,8 @@ double bound(Op op, onorm_dtype out, double ref, double row_mean, double row_rst
       b = 1e-5 * std::fabs(ref) + 1e-6 + std::ldexp(std::fabs(row_mean) * row_rstd * std::fabs(gamma_j), -20);
       break;
     case Op::rms_norm: b = 1e-5 * std::fabs(ref) + 1e-6; break;
-    case Op::softmax_backward: b = 1e-5 * scale + 1e-30; break;
+    case Op::softmax_backward:
+    case Op::log_softmax_backward: b = 1e-5 * scale + 1e-30; break;
     default: b = 0;
   }
   if (out == ONORM_F16 || out == ONORM_BF16) b += ulp(ref, out);

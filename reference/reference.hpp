@@ -40,14 +40,15 @@ void encode(double v, void* data, onorm_dtype dtype, int64_t index);
 // The exact answer for host-resident rows x. gamma/beta hold cols elements of x's dtype or
 // are NULL. y is rows x cols, dense; mean and rstd hold one value per row (LayerNorm: both;
 // RMSNorm: rstd; softmax: empty). scale: per element of y, the magnitude the op's bound is
-// relative to where it is not |y| (softmax backward: |y_j| (|dy_j| + sum_k |y_k dy_k|)).
+// relative to where it is not |y| (softmax backward: |y_j| (|dy_j| + sum_k |y_k dy_k|);
+// log-softmax backward: |dy_j| + exp(y_j) sum_k |dy_k|).
 struct Result {
   int64_t rows = 0, cols = 0;
   std::vector<double> y, mean, rstd, scale;
 };
 // Ops of one input (x).
 Result compute(Op op, const onorm_rows& x, const void* gamma, const void* beta, double eps);
-// Any op: in[0..op_inputs(op)) are its row tensors, all of one shape (softmax backward: y, dy).
+// Any op: in[0..op_inputs(op)) are its row tensors, all of one shape (the backward passes: y, dy).
 // Throws std::invalid_argument when an input is missing or the shapes differ.
 Result compute(Op op, const onorm_rows* in, int inputs, const void* gamma, const void* beta, double eps);
 
@@ -57,7 +58,7 @@ double ulp(double v, onorm_dtype dtype);
 // The contract's bound on |y - ref| for one element. row_mean/row_rstd/gamma_j feed the
 // LayerNorm term 2^-20 |mean| rstd |gamma_j|. Returns +inf where the contract states no
 // bound (log_softmax with ref <= -80 is then held to 1e-5 relative instead).
-// scale: Result::scale's element (softmax backward), 0 otherwise.
+// scale: Result::scale's element (the backward passes), 0 otherwise.
 double bound(Op op, onorm_dtype out_dtype, double ref, double row_mean, double row_rstd, double gamma_j,
              double scale = 0);
 

@@ -172,11 +172,24 @@ onorm_status onorm_rms_norm(onorm_context ctx, const onorm_rows* x, const void* 
   return run_request(ctx, q, given);
 }
 
-onorm_status onorm_softmax_backward(onorm_context ctx, const onorm_rows* y, const onorm_rows* dy,
-                                    const onorm_rows* dx) {
-  onorm_request q = request_of(ONORM_OP_SOFTMAX_BACKWARD);
+namespace {
+// The backward passes of softmax and log-softmax: two row inputs, y and dy, and dx.
+onorm_status backward_of_y(onorm_context ctx, onorm_op op, const onorm_rows* y, const onorm_rows* dy,
+                           const onorm_rows* dx) {
+  onorm_request q = request_of(op);
   const onorm_rows* given[] = {y, dy, dx};
   return run_request(ctx, q, given);
+}
+}  // namespace
+
+onorm_status onorm_softmax_backward(onorm_context ctx, const onorm_rows* y, const onorm_rows* dy,
+                                    const onorm_rows* dx) {
+  return backward_of_y(ctx, ONORM_OP_SOFTMAX_BACKWARD, y, dy, dx);
+}
+
+onorm_status onorm_log_softmax_backward(onorm_context ctx, const onorm_rows* y, const onorm_rows* dy,
+                                        const onorm_rows* dx) {
+  return backward_of_y(ctx, ONORM_OP_LOG_SOFTMAX_BACKWARD, y, dy, dx);
 }
 
 onorm_status onorm_malloc(onorm_context ctx, size_t bytes, void** out) {

@@ -33,6 +33,7 @@ onorm_status invoke(Op op, const Call& c) {
     case Op::layer_norm: return onorm_layer_norm(c.ctx, x, c.gamma, c.beta, c.eps, y, c.mean, c.rstd);
     case Op::rms_norm: return onorm_rms_norm(c.ctx, x, c.gamma, c.eps, y, c.rstd);
     case Op::softmax_backward: return onorm_softmax_backward(c.ctx, x, c.dy_null ? nullptr : &c.dy, y);
+    case Op::log_softmax_backward: return onorm_log_softmax_backward(c.ctx, x, c.dy_null ? nullptr : &c.dy, y);
   }
   return ONORM_ERROR_INTERNAL;
 }

@@ -67,3 +67,16 @@ int onorm_c_softmax_backward_check(void) {
   onorm_destroy(ctx);
   return bad;
 }
+
+/* Log-softmax backward from C: y = (0, -inf), dy = (1, 3) give dx = (1 - 4, 3 - 0) = (-3, 3). */
+int onorm_c_log_softmax_backward_check(void) {
+  int bad = 0;
+  onorm_context ctx = NULL;
+  if (onorm_create(ONORM_BACKEND_CPU, 0, &ctx) != ONORM_OK) return 1;
+  float y[2] = {0.0f, -INFINITY}, dy[2] = {1.0f, 3.0f}, dx[2] = {7.0f, 7.0f};
+  onorm_rows yr = {y, ONORM_F32, 1, 2, 2}, dyr = {dy, ONORM_F32, 1, 2, 2}, dxr = {dx, ONORM_F32, 1, 2, 2};
+  if (onorm_log_softmax_backward(ctx, &yr, &dyr, &dxr) != ONORM_OK) bad |= 2;
+  if (dx[0] != -3.0f || dx[1] != 3.0f) bad |= 4;
+  onorm_destroy(ctx);
+  return bad;
+}

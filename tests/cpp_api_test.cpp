@@ -11,6 +11,7 @@
 extern "C" int onorm_c_abi_check(void);
 extern "C" int onorm_c_out_of_range_enums(void);
 extern "C" int onorm_c_softmax_backward_check(void);
+extern "C" int onorm_c_log_softmax_backward_check(void);
 
 namespace onorm_test {
 namespace {
@@ -19,6 +20,7 @@ TEST(CApi, HeaderCompilesAsCAndRuns) { EXPECT_EQ(onorm_c_abi_check(), 0); }
 // dtype -1 / 1000, backend 7 / -1, copy kind 9 from a C caller: INVALID_ARGUMENT, nothing written.
 TEST(CApi, OutOfRangeEnumValuesFromC) { EXPECT_EQ(onorm_c_out_of_range_enums(), 0); }
 TEST(CApi, SoftmaxBackwardFromC) { EXPECT_EQ(onorm_c_softmax_backward_check(), 0); }
+TEST(CApi, LogSoftmaxBackwardFromC) { EXPECT_EQ(onorm_c_log_softmax_backward_check(), 0); }
 
 static_assert(onorm::dtype_of<float>::value == ONORM_F32, "");
 static_assert(onorm::dtype_of<double>::value == ONORM_F64, "");
@@ -181,6 +183,7 @@ TEST_P(CppApiOps, OpsThroughBuffers) {
       case Op::layer_norm: ctx.layer_norm(xr, yr, g.data(), b.data(), 1e-5, mean.data(), rstd.data()); break;
       case Op::rms_norm: ctx.rms_norm(xr, yr, g.data(), 1e-5, rstd.data()); break;
       case Op::softmax_backward: ctx.softmax_backward(xr, dy.rows(rows, cols), yr); break;
+      case Op::log_softmax_backward: ctx.log_softmax_backward(xr, dy.rows(rows, cols), yr); break;
     }
     ctx.synchronize();
     const std::vector<float> hy = y.download(), hm = mean.download(), hr = rstd.download();

@@ -23,6 +23,7 @@ const Shape kShapes[] = {
     {Op::rms_norm, ONORM_F32, ONORM_F32, 1, (1 << 19) + 1}, {Op::log_softmax, ONORM_F16, ONORM_F32, 24, 12345},
     {Op::softmax_backward, ONORM_F32, ONORM_F32, 17, 1000}, {Op::softmax_backward, ONORM_BF16, ONORM_F16, 1, (1 << 20) + 3},
     {Op::softmax_backward, ONORM_F16, ONORM_BF16, 5, 70001},
+    {Op::log_softmax_backward, ONORM_F32, ONORM_F32, 17, 1000}, {Op::log_softmax_backward, ONORM_BF16, ONORM_F32, 1, (1 << 20) + 3},
 };
 
 // Runs the shape with fixed inputs (a seed per shape) and returns the output images.

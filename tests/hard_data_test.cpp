@@ -109,6 +109,7 @@ class HardData : public ::testing::TestWithParam<Param> {
 
   // Rows of N(0,1) with one outlier each, at every boundary column; all three outlier sizes at
   // column 0. Rows >= 16384 columns also run alone (the CPU split path: rows < threads).
+  void backward_outliers(Op op);
   void outliers(Op op) {
     ONORM_OPEN_WHERE_OR_SKIP(ctx, std::get<0>(GetParam()));
     ONORM_SEEDED_RNG(rng);
@@ -142,13 +143,15 @@ TEST_P(HardData, LogSoftmaxOutliersAtBoundaries) { outliers(Op::log_softmax); }
 
 std::vector<double> offsets(onorm_dtype dt);
 
-// Softmax backward: per row, y holds probabilities with a peak of 0.5 at one boundary column
-// and dy an outlier (100, 300 or 1e4) at a boundary column (the same one, or the next); dy at
-// offsets 1e3..1e6 + N(0,1) in further rows (dy_j - sum_k y_k dy_k cancels). Rows of 16384
-// columns and more also alone (the CPU split path).
-TEST_P(HardData, SoftmaxBackwardOutliersAtBoundaries) {
+// The backward passes: per row, y holds probabilities (softmax) or their logarithms
+// (log-softmax) with a peak of 0.5 at one boundary column, and dy an outlier (100, 300 or 1e4)
+// at a boundary column (the same one, or the next); dy at offsets 1e3..1e6 + N(0,1) in further
+// rows (dy_j - sum_k y_k dy_k, dy_j - exp(y_j) sum_k dy_k cancel). Rows of 16384 columns and
+// more also alone (the CPU split path).
+void HardData::backward_outliers(Op op) {
   ONORM_OPEN_WHERE_OR_SKIP(ctx, std::get<0>(GetParam()));
   ONORM_SEEDED_RNG(rng);
+  const bool log_sm = op == Op::log_softmax_backward;
   const double sizes[] = {100.0, 300.0, 1e4};
   const std::vector<double> off = offsets(in());
   for (int64_t cols : widths()) {
@@ -165,22 +168,24 @@ TEST_P(HardData, SoftmaxBackwardOutliersAtBoundaries) {
     for (double o : off) kinds.push_back({at.back(), -1, 0.0, o});
     const double p = 1.0 / static_cast<double>(cols);
     auto y = [&](int64_t r, int64_t c) {
-      return c == kinds[static_cast<size_t>(r)].peak ? 0.5 : p * std::exp(cheap_normal(rng, 0.0, 1.0)) * 0.5;
+      const double v = c == kinds[static_cast<size_t>(r)].peak ? 0.5 : p * std::exp(cheap_normal(rng, 0.0, 1.0)) * 0.5;
+      return log_sm ? std::log(v) : v;
     };
     auto dy = [&](int64_t r, int64_t c) {
       const RowKind& k = kinds[static_cast<size_t>(r)];
       return c == k.outlier_col ? k.outlier : cheap_normal(rng, k.offset, 1.0);
     };
-    if (!sweep(ctx, Op::softmax_backward, static_cast<int64_t>(kinds.size()), cols, y, rng, 1e-5, false, true, dy))
-      return;
+    if (!sweep(ctx, op, static_cast<int64_t>(kinds.size()), cols, y, rng, 1e-5, false, true, dy)) return;
     if (cols >= 16384)
       for (size_t r : {size_t{0}, kinds.size() - 1}) {
         auto y1 = [&](int64_t, int64_t c) { return y(static_cast<int64_t>(r), c); };
         auto dy1 = [&](int64_t, int64_t c) { return dy(static_cast<int64_t>(r), c); };
-        if (!sweep(ctx, Op::softmax_backward, 1, cols, y1, rng, 1e-5, false, true, dy1)) return;
+        if (!sweep(ctx, op, 1, cols, y1, rng, 1e-5, false, true, dy1)) return;
       }
   }
 }
+TEST_P(HardData, SoftmaxBackwardOutliersAtBoundaries) { backward_outliers(Op::softmax_backward); }
+TEST_P(HardData, LogSoftmaxBackwardOutliersAtBoundaries) { backward_outliers(Op::log_softmax_backward); }
 
 // Large offsets: offset + N(0,1), one offset per row (f16 tops out at 65504; bf16 rounds the
 // noise away at 1e6, which leaves a constant row: still a case). No E[x^2] - E[x]^2.

@@ -93,5 +93,24 @@ TEST(Harness, ReferenceSoftmaxBackwardByHand) {
   EXPECT_FALSE(onorm_ref::check(Op::softmax_backward, r3, dxr, nullptr, ONORM_F32, nullptr, nullptr).ok());
 }
 
+// The reference's log-softmax backward by hand: y = (0, log 0.5 = -ln 2), dy = (1, 3): s = 4,
+// dx = (1 - 4, 3 - 2) = (-3, 1), bound scales (1 + 4, 3 + 2); a NaN in y makes its row NaN (a
+// -inf beside it does not hide it); y above 0 (1, 2) is taken as given.
+TEST(Harness, ReferenceLogSoftmaxBackwardByHand) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double y[] = {0.0, -std::log(2.0), -inf, std::nan(""), 1.0, 2.0}, dy[] = {1.0, 3.0, 5.0, 1.0, 1.0, 1.0};
+  const onorm_rows in[2] = {{const_cast<double*>(y), ONORM_F64, 3, 2, 2}, {const_cast<double*>(dy), ONORM_F64, 3, 2, 2}};
+  const onorm_ref::Result ref = onorm_ref::compute(Op::log_softmax_backward, in, 2, nullptr, nullptr, 0.0);
+  ASSERT_EQ(ref.y.size(), 6u);
+  EXPECT_EQ(ref.y[0], -3.0);
+  EXPECT_NEAR(ref.y[1], 1.0, 1e-15);
+  EXPECT_EQ(ref.scale[0], 5.0);
+  EXPECT_NEAR(ref.scale[1], 5.0, 1e-15);
+  EXPECT_TRUE(std::isnan(ref.y[2]) && std::isnan(ref.y[3]));
+  EXPECT_EQ(onorm_ref::bound(Op::log_softmax_backward, ONORM_F32, ref.y[0], 0, 0, 1, ref.scale[0]), 1e-5 * 5.0 + 1e-30);
+  EXPECT_NEAR(ref.y[4], 1.0 - std::exp(1.0) * 2.0, 1e-15);
+  EXPECT_THROW(onorm_ref::compute(Op::log_softmax_backward, in, 1, nullptr, nullptr, 0.0), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace onorm_test

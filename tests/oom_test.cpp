@@ -221,6 +221,7 @@ const Case kCases[] = {
     {Op::layer_norm, 4, int64_t{1} << 20, 2, "layer_norm_4x2p20"},
     {Op::rms_norm, 4, int64_t{1} << 20, 2, "rms_norm_4x2p20"},
     {Op::softmax_backward, 4, int64_t{1} << 20, 2, "softmax_backward_4x2p20"},
+    {Op::log_softmax_backward, 4, int64_t{1} << 20, 2, "log_softmax_backward_4x2p20"},
     // rows < threads, cols >= 16384: the split path (its scratch holds every row).
     {Op::softmax, 1, int64_t{1} << 20, 2, "split_softmax_1x2p20"},
     {Op::layer_norm, 1, int64_t{1} << 20, 2, "split_layer_norm_1x2p20"},

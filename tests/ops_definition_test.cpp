@@ -117,7 +117,9 @@ TEST(OpList, NamesAndSignaturesComeFromTheList) {
   EXPECT_STREQ(ops::name(ONORM_OP_LAYER_NORM), "layer_norm");
   EXPECT_STREQ(ops::name(ONORM_OP_RMS_NORM), "rms_norm");
   EXPECT_STREQ(ops::name(ONORM_OP_SOFTMAX_BACKWARD), "softmax_backward");
-  EXPECT_EQ(ONORM_OP_COUNT, 5);
+  EXPECT_STREQ(ops::name(ONORM_OP_LOG_SOFTMAX_BACKWARD), "log_softmax_backward");
+  EXPECT_EQ(ONORM_OP_COUNT, 6);
+  EXPECT_EQ(ops::signature(ONORM_OP_LOG_SOFTMAX_BACKWARD).inputs, 2);
   EXPECT_FALSE(ops::valid_op(-1));
   EXPECT_FALSE(ops::valid_op(ONORM_OP_COUNT));
   const ops::Signature& sb = ops::signature(ONORM_OP_SOFTMAX_BACKWARD);
@@ -326,6 +328,32 @@ TEST(SoftmaxBackwardOp, SpecialValuesAndEmptyChunk) {
   const auto c = ops::SoftmaxBackward::coefs(S::of(2.5f), ops::SoftmaxBackward::Params{}, ok);
   EXPECT_TRUE(ok);
   EXPECT_EQ(ops::SoftmaxBackward::chunk_coefs(c, S::of(-1.0f)).s, 2.5f);
+}
+
+// ---- log-softmax backward ----
+
+TEST(LogSoftmaxBackwardOp, HandValues) {
+  // y = (0, -inf), dy = (1, 3): s = 4, dx = (1 - 4, 3 - 0) = (-3, 3), in one chunk or two.
+  for (int64_t chunk : {1, 2}) {
+    const RowRun<ops::LogSoftmaxBackward> r = run<ops::LogSoftmaxBackward>({{0.0f, -kInf}, {1.0f, 3.0f}}, chunk);
+    EXPECT_EQ(r.y[0], -3.0f);
+    EXPECT_EQ(r.y[1], 3.0f);
+    EXPECT_FALSE(r.fell_back);
+  }
+  // A masked row (y all -inf) passes dy through; y above 0 is exp's whole range (ScalarMath).
+  const RowRun<ops::LogSoftmaxBackward> masked = run<ops::LogSoftmaxBackward>({{-kInf, -kInf}, {2.0f, -5.0f}}, 1);
+  EXPECT_EQ(masked.y[0], 2.0f);
+  EXPECT_EQ(masked.y[1], -5.0f);
+  EXPECT_NEAR(run<ops::LogSoftmaxBackward>({{1.0f, 0.0f}, {1.0f, 1.0f}}, 2).y[0], 1.0f - 2.0f * std::exp(1.0f), 1e-5f);
+}
+
+TEST(LogSoftmaxBackwardOp, SpecialValues) {
+  for (int64_t chunk : {1, 2, 4}) {
+    expect_all_nan(run<ops::LogSoftmaxBackward>({{-1.0f, kNaN, -kInf, -2.0f}, {1.0f, 2.0f, 3.0f, 4.0f}}, chunk),
+                   "NaN in y");
+    expect_all_nan(run<ops::LogSoftmaxBackward>({{-1.0f, -kInf, -1.0f, -2.0f}, {1.0f, 2.0f, 3.0f, kNaN}}, chunk),
+                   "NaN in dy");
+  }
 }
 
 }  // namespace

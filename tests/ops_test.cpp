@@ -173,16 +173,18 @@ TEST_P(LongRowTest, BeyondTwoToTheTwentyFour) {
     onorm_dtype dt;
   };
   const Case cases[] = {{Op::softmax, ONORM_F32}, {Op::layer_norm, ONORM_F32}, {Op::rms_norm, ONORM_BF16},
-                        {Op::log_softmax, ONORM_BF16}, {Op::softmax_backward, ONORM_F32}};
+                        {Op::log_softmax, ONORM_BF16}, {Op::softmax_backward, ONORM_F32},
+                        {Op::log_softmax_backward, ONORM_F32}};
   for (const Case& c : cases) {
     Layout L;
     L.mean = L.rstd = true;
     // An offset mean makes a single running f32 sum drift visibly; values stay representable.
     const double center = c.op == Op::layer_norm ? 3.0 : 0.0;
-    // Softmax backward: y of probabilities (about 1 / cols each), dy N(0,1).
-    const Generator gen = c.op == Op::softmax_backward
-                              ? Generator([&](int64_t, int64_t) { return std::exp(cheap_normal(rng, 0.0, 1.0)) / cols; })
-                              : Generator([&](int64_t, int64_t) { return cheap_normal(rng, center, 1.0); });
+    // The backward passes: y of probabilities (about 1 / cols each) or their logarithms, dy N(0,1).
+    const Generator gen =
+        c.op == Op::softmax_backward       ? Generator([&](int64_t, int64_t) { return std::exp(cheap_normal(rng, 0.0, 1.0)) / cols; })
+        : c.op == Op::log_softmax_backward ? Generator([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0) - std::log(double(cols)); })
+                                           : Generator([&](int64_t, int64_t) { return cheap_normal(rng, center, 1.0); });
     EXPECT_TRUE(run_checked(ctx, c.op, c.dt, c.dt, 1, cols, L, rng, gen, nullptr,
                             [&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); }));
   }

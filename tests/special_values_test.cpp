@@ -3,6 +3,7 @@
 // batch next to ordinary rows (which must stay unaffected) and at widths that reach the
 // short-row, block-per-row and split-row paths.
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "common/op_case.hpp"
@@ -185,38 +186,57 @@ TEST_P(SpecialValues, ConstantRows) {
   }
 }
 
-// Softmax backward: a NaN in y or in dy (first, last, middle column) makes the row of dx NaN;
-// the clean rows beside them are unaffected. Also all-zero y (dx exactly 0), y with exact
-// zeros among probabilities, and a one-hot y (dx 0 wherever y is 0).
-TEST_P(SpecialValues, SoftmaxBackwardNaNInYOrDy) {
-  const auto [backend, dt] = GetParam();
+// The backward passes' rows: y(r, c, cols) per op; dy N(0, 2) with a NaN last in row 2 and one
+// in row 4. Rows 0 and 3 hold a NaN in y (first, middle column), row 1 is clean: the NaN rows
+// of dx are NaN, the clean rows beside them unaffected. dx in f32 and in the input dtype.
+using BackwardY = std::function<double(int64_t r, int64_t c, int64_t cols, std::mt19937_64& rng)>;
+void backward_rows(onorm_backend backend, onorm_dtype dt, Op op, const BackwardY& y_of) {
   ONORM_OPEN_OR_SKIP(ctx, backend);
   if (!contract_supports(backend, dt)) return expect_unsupported(ctx, dt);
   ONORM_SEEDED_RNG(rng);
-  std::uniform_real_distribution<double> prob(0, 2);
   std::normal_distribution<double> nd(0, 2);
   for (int64_t cols : kWidths) {
-    const double p = 1.0 / static_cast<double>(cols);
-    // Rows: 0 NaN first in y; 1 clean; 2 NaN last in dy; 3 NaN in the middle of y; 4 NaN in dy
-    // and -inf in y; 5 all-zero y; 6 one-hot y; 7 probabilities with exact zeros.
     auto y = [&](int64_t r, int64_t c) {
-      if (r == 0 && c == 0) return kNaN;
-      if (r == 3 && c == cols / 2) return kNaN;
-      if (r == 4) return -kInf;
-      if (r == 5) return 0.0;
-      if (r == 6) return c == cols / 3 ? 1.0 : 0.0;
-      if (r == 7 && c % 3 == 1) return 0.0;
-      return p * prob(rng);
+      if ((r == 0 && c == 0) || (r == 3 && c == cols / 2)) return kNaN;
+      return y_of(r, c, cols, rng);
     };
     auto dy = [&](int64_t r, int64_t c) {
-      if (r == 2 && c == cols - 1) return kNaN;
-      if (r == 4 && c == cols / 3) return kNaN;
+      if ((r == 2 && c == cols - 1) || (r == 4 && c == cols / 3)) return kNaN;
       return nd(rng);
     };
-    run(ctx, Op::softmax_backward, dt, 8, cols, y, rng, -1, dy);
-    run(ctx, Op::softmax_backward, dt, 8, cols, y, rng, dt, dy);  // dx in the input dtype too
-    if (HasFailure()) return;
+    run(ctx, op, dt, 8, cols, y, rng, -1, dy);
+    run(ctx, op, dt, 8, cols, y, rng, dt, dy);
+    if (::testing::Test::HasFailure()) return;
   }
+}
+
+// Softmax backward. Rows: 4 -inf in y (and a NaN in dy); 5 all-zero y (dx exactly 0); 6 one-hot
+// y (dx 0 wherever y is 0); 7 probabilities with exact zeros.
+TEST_P(SpecialValues, SoftmaxBackwardNaNInYOrDy) {
+  std::uniform_real_distribution<double> prob(0, 2);
+  backward_rows(std::get<0>(GetParam()), std::get<1>(GetParam()), Op::softmax_backward,
+                [&](int64_t r, int64_t c, int64_t cols, std::mt19937_64& rng) {
+                  if (r == 4) return -kInf;
+                  if (r == 5) return 0.0;
+                  if (r == 6) return c == cols / 3 ? 1.0 : 0.0;
+                  if (r == 7 && c % 3 == 1) return 0.0;
+                  return prob(rng) / static_cast<double>(cols);
+                });
+}
+
+// Log-softmax backward. Rows: 4 -inf in y (and a NaN in dy); 5 all -inf (a masked row: dx = dy);
+// 6 one-hot (0 and -inf); 7 -inf, y above 0 (exp_any beyond the softmax range) and far below
+// (exp underflows to 0).
+TEST_P(SpecialValues, LogSoftmaxBackwardNaNInYOrDy) {
+  std::normal_distribution<double> nd(0, 2);
+  backward_rows(std::get<0>(GetParam()), std::get<1>(GetParam()), Op::log_softmax_backward,
+                [&](int64_t r, int64_t c, int64_t cols, std::mt19937_64& rng) {
+                  if (r == 4 || r == 5) return -kInf;
+                  if (r == 6) return c == cols / 3 ? 0.0 : -kInf;
+                  if (r == 7 && c % 3 == 1) return -kInf;
+                  if (r == 7 && c % 3 == 2) return c % 2 ? 3.5 : -120.0;
+                  return nd(rng) - std::log(static_cast<double>(cols));
+                });
 }
 
 std::string name(const ::testing::TestParamInfo<Param>& info) {

@@ -309,7 +309,7 @@ int cmd_bench(int argc, char** argv) {
       }
       if (g.inputs > 1) {
         Problem second;
-        second.op = Op::softmax_backward;
+        second.op = Op::softmax_backward;  // any two-input op: only its dy is generated
         second.rows = base.rows;
         second.cols = base.cols;
         second.in = second.out = d;

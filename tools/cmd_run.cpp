@@ -28,8 +28,8 @@ const char* const kRunUsage =
     "Times the operator (warm-up, then samples ending in onorm_synchronize), prints the median,\n"
     "the effective bandwidth (x read + y written once) and the error against a float64\n"
     "reference with the contract's bound. Exit 3 when the bound is violated.\n"
-    "softmax_backward reads y (generated as x is) and dy (generated the same way from\n"
-    "another stream of the seed) and writes dx.\n";
+    "softmax_backward and log_softmax_backward read y (generated as x is) and dy (generated\n"
+    "the same way from another stream of the seed) and write dx.\n";
 
 int cmd_run(int argc, char** argv) {
   const std::vector<OptionSpec> specs = {

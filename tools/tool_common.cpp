@@ -233,8 +233,9 @@ void generate_rows(const Problem& p, std::vector<unsigned char>& x, Dist dist, u
   Rng rng{seed * 0x2545f4914f6cdd1dull + 1};
   const float inf = std::numeric_limits<float>::infinity();
   const bool softmax_like = p.op == Op::softmax || p.op == Op::log_softmax;
-  // Softmax backward sums y * dy in float: huge values stay where their products cannot overflow.
-  const float huge = p.op == Op::softmax_backward ? 1e9f : 1e18f;
+  // The backward passes sum y * dy (or dy) in float: huge values stay where their products
+  // cannot overflow.
+  const float huge = p.inputs() > 1 ? 1e9f : 1e18f;
   const size_t row_bytes = static_cast<size_t>(p.cols) * dtype_size(p.in);
   x.resize(p.x_bytes());
   for (int64_t r = 0; r < p.rows; ++r) {
@@ -414,6 +415,10 @@ onorm_status DeviceRun::call() {
     case Op::softmax_backward: {
       const onorm_rows dy{dy_, p_.in, rows_, cols_, cols_};
       return onorm_softmax_backward(ctx_, &x, &dy, &y);
+    }
+    case Op::log_softmax_backward: {
+      const onorm_rows dy{dy_, p_.in, rows_, cols_, cols_};
+      return onorm_log_softmax_backward(ctx_, &x, &dy, &y);
     }
   }
   return ONORM_ERROR_INTERNAL;

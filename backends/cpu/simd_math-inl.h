@@ -11,6 +11,7 @@
 #endif
 
 #include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"  // hn::Exp: exp_any
 #include "simd_io-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -57,6 +58,13 @@ struct SimdMath {
   inline V mul(V a, V b) const { return hn::Mul(a, b); }
   inline V mul_add(V a, V b, V c) const { return hn::MulAdd(a, b, c); }
   inline V exp(V a) const { return ExpNonPos(d, a); }
+  // hn::Exp takes arguments up to 104 (beyond, its integer exponent would overflow): clamped
+  // at log(FLT_MAX), past which exp is +inf.
+  inline V exp_any(V a) const {
+    const V top = hn::Set(d, 88.7228394f);
+    return hn::IfThenElse(hn::Gt(a, top), hn::Inf(d), hn::Exp(d, hn::Min(a, top)));
+  }
+  inline V nan_or_zero(V a) const { return hn::IfThenElseZero(hn::IsNaN(a), a); }
 };
 
 }  // namespace HWY_NAMESPACE

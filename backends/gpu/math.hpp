@@ -1,5 +1,5 @@
 // Device math for the kernels: the approximate exp and the GPU element-math policy of the ops
-// (core/ops/row_op.hpp: V, set, add, sub, mul, mul_add, exp).
+// (core/ops/row_op.hpp: V, set, add, sub, mul, mul_add, exp, exp_any, nan_or_zero).
 #pragma once
 
 #include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
@@ -23,6 +23,8 @@ ONORM_DEV float fast_exp(float t) {
 // with the approximate exp.
 struct GpuMath : core::ops::ScalarMath<float> {
   ONORM_DEV V exp(V a) const { return fast_exp(a); }
+  // ex2 covers every argument: large ones give +inf, as exp does.
+  ONORM_DEV V exp_any(V a) const { return fast_exp(a); }
 };
 
 }  // namespace gpu

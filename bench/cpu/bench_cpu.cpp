@@ -121,6 +121,7 @@ bool run_op(onorm_op op, const onorm_rows& x, const onorm_rows& x2, const onorm_
     case ONORM_OP_LAYER_NORM: s = onorm_layer_norm(g_ctx, &x, b.gamma, b.beta, 1e-5, &y, b.mean.data(), b.rstd.data()); break;
     case ONORM_OP_RMS_NORM: s = onorm_rms_norm(g_ctx, &x, b.gamma, 1e-5, &y, b.rstd.data()); break;
     case ONORM_OP_SOFTMAX_BACKWARD: s = onorm_softmax_backward(g_ctx, &x, &x2, &y); break;
+    case ONORM_OP_LOG_SOFTMAX_BACKWARD: s = onorm_log_softmax_backward(g_ctx, &x, &x2, &y); break;
     default: return false;
   }
   if (s != ONORM_OK) {

@@ -2,7 +2,8 @@
 //
 //   onorm_bench_cuda [--csv FILE] [--quick] [--back-to-back] [--widths a,b,..]   time every op (f32, bf16)
 //        over the widths, each case moving >= 256 MB, against a device-to-device copy of the same
-//        bytes measured in the same run; CUDA events around each call, median of many runs, buffer
+//        bytes measured in the same run (the faster of cudaMemcpyAsync and a kernel of 16-byte
+//        vectors: copy_tbps; both in the CSV); CUDA events around each call, median of many runs, buffer
 //        sets rotated. --back-to-back: events around 20 calls queued at once (no host latency in
 //        the time), and each case's host time per call on stderr ("host_us").
 //   onorm_bench_cuda --check [--big]          compare against the float64 reference (reference/)
@@ -27,6 +28,7 @@
 #include "onlinenorm/onlinenorm.h"
 #include "hard_rows.hpp"
 #include "reference.hpp"
+#include "vector_copy.hpp"
 
 namespace {
 
@@ -50,6 +52,7 @@ namespace {
 
 using onorm_ref::Op;
 const Op kOps[] = {Op::softmax, Op::log_softmax, Op::layer_norm, Op::rms_norm};
+const Op kBackwardOps[] = {Op::softmax_backward, Op::log_softmax_backward};
 
 onorm_status run_op(onorm_context ctx, Op op, const onorm_rows& x, const onorm_rows& y, const void* g,
                     const void* b, float* mean, float* rstd, double eps = 1e-5) {
@@ -59,6 +62,11 @@ onorm_status run_op(onorm_context ctx, Op op, const onorm_rows& x, const onorm_r
     case Op::layer_norm: return onorm_layer_norm(ctx, &x, g, b, eps, &y, mean, rstd);
     default: return onorm_rms_norm(ctx, &x, g, eps, &y, rstd);
   }
+}
+
+onorm_status run_backward_op(onorm_context ctx, Op op, const onorm_rows& y, const onorm_rows& dy, const onorm_rows& dx) {
+  return op == Op::softmax_backward ? onorm_softmax_backward(ctx, &y, &dy, &dx)
+                                    : onorm_log_softmax_backward(ctx, &y, &dy, &dx);
 }
 
 const char* dtype_name(onorm_dtype d) {
@@ -81,7 +89,7 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
   const size_t kTarget = size_t(256) << 20;  // bytes moved (x read + y written) per call
   const int kSets = 2, kIters = quick ? 5 : 20;
   FILE* csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
-  if (csv) std::fprintf(csv, "device,op,dtype,cols,rows,ms,tbps,copy_tbps,pct_copy\n");
+  if (csv) std::fprintf(csv, "device,op,dtype,cols,rows,ms,tbps,copy_tbps,pct_copy,memcpy_tbps,vector_copy_tbps\n");
   std::printf("%-12s %-5s %8s %8s %9s %7s %7s %6s\n", "op", "dtype", "cols", "rows", "ms", "TB/s", "copy", "%copy");
   for (onorm_dtype dt : {ONORM_F32, ONORM_BF16}) {
     const size_t es = onorm_dtype_size(dt);
@@ -150,8 +158,10 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
         std::sort(ms.begin(), ms.end());
         return double(ms[ms.size() / 2]);
       };
-      const double copy_ms = time_it([&](int s) { CK(cudaMemcpyAsync(ys[s], xs[s], bytes, cudaMemcpyDeviceToDevice, 0)); });
-      const double copy_tbps = 2.0 * bytes / (copy_ms * 1e-3) / 1e12;
+      const double memcpy_ms = time_it([&](int s) { CK(cudaMemcpyAsync(ys[s], xs[s], bytes, cudaMemcpyDeviceToDevice, 0)); });
+      const double kernel_ms = time_it([&](int s) { CK(vector_copy(ys[s], xs[s], bytes, 0)); });
+      const double memcpy_tbps = 2.0 * bytes / (memcpy_ms * 1e-3) / 1e12, vector_tbps = 2.0 * bytes / (kernel_ms * 1e-3) / 1e12;
+      const double copy_tbps = std::max(memcpy_tbps, vector_tbps);
       for (Op op : kOps) {
         const double ms = time_it([&](int s) {
           onorm_rows x{xs[s], dt, rows, cols, cols};
@@ -162,20 +172,22 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
         std::printf("%-12s %-5s %8lld %8lld %9.4f %7.3f %7.3f %5.1f%%\n", onorm_ref::op_name(op), dtype_name(dt),
                     (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
         if (csv)
-          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f\n", prop.name, onorm_ref::op_name(op),
-                       dtype_name(dt), (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
+          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f,%.4f,%.4f\n", prop.name, onorm_ref::op_name(op),
+                       dtype_name(dt), (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps,
+                       memcpy_tbps, vector_tbps);
       }
-      {  // softmax backward: reads y and dy, writes dx (1.5x the bytes of a forward op)
+      for (Op op : kBackwardOps) {  // reads y and dy, writes dx (1.5x the bytes of a forward op)
         const double ms = time_it([&](int s) {
           onorm_rows y{xs[s], dt, rows, cols, cols}, dy{xs[s ^ 1], dt, rows, cols, cols}, dx{ys[s], dt, rows, cols, cols};
-          OK(onorm_softmax_backward(ctx, &y, &dy, &dx));
+          OK(run_backward_op(ctx, op, y, dy, dx));
         });
         const double tbps = 3.0 * bytes / (ms * 1e-3) / 1e12;
-        std::printf("%-12s %-5s %8lld %8lld %9.4f %7.3f %7.3f %5.1f%%\n", "softmax_bwd", dtype_name(dt), (long long)cols,
-                    (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
+        std::printf("%-12s %-5s %8lld %8lld %9.4f %7.3f %7.3f %5.1f%%\n", onorm_ref::op_name(op), dtype_name(dt),
+                    (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
         if (csv)
-          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f\n", prop.name, "softmax_backward", dtype_name(dt),
-                       (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
+          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f,%.4f,%.4f\n", prop.name, onorm_ref::op_name(op),
+                       dtype_name(dt), (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps,
+                       memcpy_tbps, vector_tbps);
       }
       std::fflush(stdout);
     }
@@ -298,11 +310,11 @@ void run_case(onorm_context ctx, const Case& c, std::mt19937& rng) {
   for (void* p : {dx, dy, dg, db, static_cast<void*>(dm), static_cast<void*>(dr)}) OK(onorm_free(ctx, p));
 }
 
-// Softmax backward, dx_j = y_j * (dy_j - sum_k y_k dy_k), y / dy / dx of independent dtypes,
-// checked in float64 against API.md's bound (16-bit dx: plus one unit in the last place of the
-// reference); a NaN in dy makes its row NaN; bitwise the same on a second call; dx may alias dy.
-void run_backward(onorm_context ctx, onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t rows, int64_t cols,
-                  bool in_place, std::mt19937& rng) {
+// The backward passes (softmax: y probabilities; log-softmax: their logarithms), y / dy / dx of
+// independent dtypes, checked against the float64 reference with API.md's bound (onorm_ref);
+// a NaN in dy makes its row NaN; bitwise the same on a second call; dx may alias dy.
+void run_backward(onorm_context ctx, Op op, onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t rows,
+                  int64_t cols, bool in_place, std::mt19937& rng) {
   if (in_place) dxdt = dydt;
   const int64_t ys = cols + 3, dys = cols + 8;
   const int64_t dxs = in_place ? dys : cols;
@@ -313,7 +325,8 @@ void run_backward(onorm_context ctx, onorm_dtype ydt, onorm_dtype dydt, onorm_dt
     double sum = 0;
     for (auto& v : e) sum += (v = std::exp(2.0 * n01(rng)));
     for (int64_t k = 0; k < cols; ++k) {
-      onorm_ref::encode(e[k] / sum, hy.data(), ydt, r * ys + k);
+      const double p = e[k] / sum;
+      onorm_ref::encode(op == Op::log_softmax_backward ? std::log(p) : p, hy.data(), ydt, r * ys + k);
       onorm_ref::encode(r == 1 && k == cols / 2 ? NAN : n01(rng), hdy.data(), dydt, r * dys + k);
     }
   }
@@ -327,31 +340,20 @@ void run_backward(onorm_context ctx, onorm_dtype ydt, onorm_dtype dydt, onorm_dt
   std::vector<unsigned char> out1(dx_bytes), out2(dx_bytes);
   for (int rep = 0; rep < 2; ++rep) {
     OK(onorm_memcpy(ctx, dy_d, hdy.data(), hdy.size(), ONORM_COPY_HOST_TO_DEVICE));
-    OK(onorm_softmax_backward(ctx, &y, &dy, &dx));
+    OK(run_backward_op(ctx, op, y, dy, dx));
     OK(onorm_synchronize(ctx));
     OK(onorm_memcpy(ctx, rep ? out2.data() : out1.data(), dx.data, dx_bytes, ONORM_COPY_DEVICE_TO_HOST));
   }
-  std::string why;
-  for (int64_t r = 0; r < rows && why.empty(); ++r) {
-    double s = 0, sabs = 0;
-    for (int64_t k = 0; k < cols; ++k) {
-      const double p = onorm_ref::decode(hy.data(), ydt, r * ys + k) * onorm_ref::decode(hdy.data(), dydt, r * dys + k);
-      s += p;
-      sabs += std::fabs(p);
-    }
-    for (int64_t k = 0; k < cols && why.empty(); ++k) {
-      const double yk = onorm_ref::decode(hy.data(), ydt, r * ys + k), dyk = onorm_ref::decode(hdy.data(), dydt, r * dys + k);
-      const double got = onorm_ref::decode(out1.data(), dxdt, r * dxs + k), ref = yk * (dyk - s);
-      const double bound = onorm_ref::bound(Op::softmax_backward, dxdt, ref, 0, 0, 0, std::fabs(yk) * (std::fabs(dyk) + sabs));
-      char b[200];
-      if (r == 1 ? !std::isnan(got) : !(std::fabs(got - ref) <= bound))
-        std::snprintf(b, sizeof b, "dx[%lld][%lld] = %.9g, want %.9g (bound %.3g)", (long long)r, (long long)k, got, ref, bound), why = b;
-    }
-  }
+  const onorm_rows in[2] = {{hy.data(), ydt, rows, cols, ys}, {hdy.data(), dydt, rows, cols, dys}};
+  const onorm_ref::Result ref = onorm_ref::compute(op, in, 2, nullptr, nullptr, 0.0);
+  const onorm_ref::Report rep = onorm_ref::check(op, ref, {out1.data(), dxdt, rows, cols, dxs}, nullptr, ydt, nullptr, nullptr);
+  std::string why = rep.ok() ? "" : rep.describe();
+  if (why.empty() && rows > 1 && !std::isnan(onorm_ref::decode(out1.data(), dxdt, dxs)))
+    why = "the row holding a NaN dy is not NaN";
   if (why.empty() && std::memcmp(out1.data(), out2.data(), dx_bytes) != 0) why = "NOT DETERMINISTIC";
   if (!why.empty()) {
     ++failures;
-    std::printf("FAIL softmax_backward y %s dy %s dx %s rows=%lld cols=%lld inplace=%d: %s\n", dtype_name(ydt),
+    std::printf("FAIL %s y %s dy %s dx %s rows=%lld cols=%lld inplace=%d: %s\n", onorm_ref::op_name(op), dtype_name(ydt),
                 dtype_name(dydt), dtype_name(dxdt), (long long)rows, (long long)cols, in_place, why.c_str());
   }
   for (void* p : {y_d, dy_d, dx_d}) OK(onorm_free(ctx, p));
@@ -431,7 +433,7 @@ int check(onorm_context ctx, bool big, bool small, bool hard_only) {
       cases += 2;
     }
   }
-  // Softmax backward through every placement: register rows, clusters (f32 16384+, 16-bit
+  // The backward passes through every placement: register rows, clusters (f32 16384+, 16-bit
   // 32768+), the staged kernel (16-bit 4097-32767: a block per row; 1M: cooperative chunks),
   // two reads (6M under --big).
   if (!hard_only) {
@@ -445,8 +447,10 @@ int check(onorm_context ctx, bool big, bool small, bool hard_only) {
     for (int64_t cols : bw)
       for (const auto& c : combos) {
         const int64_t rows = cols > 1000000 ? 3 : cols > 10000 ? 4 : cols > 1000 ? 9 : 37;
-        run_backward(ctx, c[0], c[1], c[2], rows, cols, (index++ % 3) == 2, rng);
-        ++cases;
+        for (Op op : kBackwardOps) {
+          run_backward(ctx, op, c[0], c[1], c[2], rows, cols, (index++ % 3) == 2, rng);
+          ++cases;
+        }
       }
   }
   std::printf("check: %d cases, %d failures\n", cases, failures);

@@ -77,6 +77,9 @@ ONORM_API onorm_status onorm_rms_norm(onorm_context ctx, const onorm_rows* x,
    dx may have any float dtype the backend takes, independently; dx may alias y or dy exactly. */
 ONORM_API onorm_status onorm_softmax_backward(onorm_context ctx, const onorm_rows* y, const onorm_rows* dy,
                                               const onorm_rows* dx);
+/* dx_j = dy_j - exp(y_j) * sum_k dy_k, y the log-softmax output; dtypes and aliases as above. */
+ONORM_API onorm_status onorm_log_softmax_backward(onorm_context ctx, const onorm_rows* y, const onorm_rows* dy,
+                                                  const onorm_rows* dx);
 
 /* Additions beyond the version-1 contract (they change none of it). */
 

@@ -195,6 +195,11 @@ class Context {
   void softmax_backward(const Rows& y, const Rows& dy, const Rows& dx) {
     check(onorm_softmax_backward(ctx_, y.get(), dy.get(), dx.get()));
   }
+  // dx_j = dy_j - exp(y_j) * sum_k dy_k from the forward output y (log-probabilities); dx may be
+  // y or dy exactly.
+  void log_softmax_backward(const Rows& y, const Rows& dy, const Rows& dx) {
+    check(onorm_log_softmax_backward(ctx_, y.get(), dy.get(), dx.get()));
+  }
 
  private:
   explicit Context(onorm_context ctx) : ctx_(ctx) {}

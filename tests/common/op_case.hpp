@@ -31,16 +31,19 @@ struct Layout {
 
 using Generator = std::function<double(int64_t r, int64_t c)>;
 
-// Random inputs typical for op, one distribution per row. input 1 is softmax backward's dy;
-// its input 0 (y) holds probabilities: exp(N(0, s)) / cols, s per row (a row sums to about 1).
+// Random inputs typical for op, one distribution per row. input 1 is the backward passes' dy;
+// their input 0 (y) holds probabilities exp(N(0, s)) * 1e-3, s per row (softmax backward), or
+// their logarithms (log-softmax backward; a few above 0 where s is wide).
 inline Generator random_inputs(Op op, int64_t rows, std::mt19937_64& rng, int input = 0) {
   auto dists = std::make_shared<std::vector<InputDist>>();
   for (int64_t r = 0; r < rows; ++r) dists->push_back(input_dist(op, rng));
   auto eng = std::make_shared<std::mt19937_64>(rng());
-  if (op == Op::softmax_backward && input == 0) {
-    return [dists, eng](int64_t r, int64_t) {
+  if (op_inputs(op) == 2 && input == 0) {
+    const bool log_sm = op == Op::log_softmax_backward;
+    return [dists, eng, log_sm](int64_t r, int64_t) {
       const InputDist& d = (*dists)[static_cast<size_t>(r)];
-      return std::exp(cheap_normal(*eng, 0.0, d.scale)) * 1e-3;
+      const double log_p = cheap_normal(*eng, 0.0, d.scale) + std::log(1e-3);
+      return log_sm ? log_p : std::exp(log_p);
     };
   }
   return [dists, eng](int64_t r, int64_t) {

@@ -318,6 +318,7 @@ inline InputDist input_dist(Op op, std::mt19937_64& rng) {
     case Op::layer_norm: return {u(rng) * 20 - 10, 0.1 + 3 * u(rng)};
     case Op::rms_norm: return {u(rng) * 2 - 1, 0.1 + 3 * u(rng)};
     case Op::softmax_backward: return {u(rng) * 2 - 1, 0.1 + 3 * u(rng)};  // dy; y: probabilities
+    case Op::log_softmax_backward: return {u(rng) * 2 - 1, 0.1 + 3 * u(rng)};  // dy; y: log-probabilities
   }
   return {};
 }
@@ -325,7 +326,7 @@ inline InputDist input_dist(Op op, std::mt19937_64& rng) {
 // ---- running one op through the C ABI -------------------------------------------------------
 
 struct OpArgs {
-  const onorm_rows* dy = nullptr;  // softmax backward's second input (x is y, the output dx)
+  const onorm_rows* dy = nullptr;  // the backward passes' second input (x is y, the output dx)
   const void* gamma = nullptr;
   const void* beta = nullptr;
   double eps = 1e-5;
@@ -340,6 +341,7 @@ inline onorm_status run_op(onorm_context ctx, Op op, const onorm_rows& x, const 
     case Op::layer_norm: return onorm_layer_norm(ctx, &x, a.gamma, a.beta, a.eps, &y, a.mean, a.rstd);
     case Op::rms_norm: return onorm_rms_norm(ctx, &x, a.gamma, a.eps, &y, a.rstd);
     case Op::softmax_backward: return onorm_softmax_backward(ctx, &x, a.dy, &y);
+    case Op::log_softmax_backward: return onorm_log_softmax_backward(ctx, &x, a.dy, &y);
   }
   return ONORM_ERROR_INTERNAL;
 }

@@ -108,6 +108,8 @@ onorm_op to_op(Op op) {
     case Op::softmax: return ONORM_OP_SOFTMAX;
     case Op::log_softmax: return ONORM_OP_LOG_SOFTMAX;
     case Op::layer_norm: return ONORM_OP_LAYER_NORM;
+    case Op::softmax_backward: return ONORM_OP_SOFTMAX_BACKWARD;
+    case Op::log_softmax_backward: return ONORM_OP_LOG_SOFTMAX_BACKWARD;
     default: return ONORM_OP_RMS_NORM;
   }
 }
@@ -743,17 +745,17 @@ TEST(WaveRowsMerge, DoubleStatesOfOffsetSlices) {
   }
 }
 
-// ------------------------------------------------------------------ softmax backward
-// dx_j = y_j * (dy_j - sum_k y_k dy_k) through the plan on warps of 32 and 64 lanes: every
-// register shape and split rows, y / dy / dx of independent dtypes (a second input of another
-// vector width than the first), strides and unaligned rows, dx aliasing dy; a NaN in dy makes
-// its row NaN. Checked inline in float64 against API.md's bound (onorm_ref::bound: 16-bit dx
-// plus one unit in the last place of the reference).
+// ------------------------------------------------------------------ the backward passes
+// Softmax backward (y probabilities) and log-softmax backward (y their logarithms) through the
+// plan on warps of 32 and 64 lanes: every register shape and split rows, y / dy / dx of
+// independent dtypes (a second input of another vector width than the first), strides and
+// unaligned rows, dx aliasing dy; a NaN in dy makes its row NaN. Checked against the float64
+// reference with API.md's bound (onorm_ref: 16-bit dx plus one unit in the last place).
 template <int W>
-void run_backward(onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t rows, int64_t cols, bool padded,
-                  bool in_place, std::mt19937_64& rng) {
+void run_backward(onorm_ref::Op op, onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t rows, int64_t cols,
+                  bool padded, bool in_place, std::mt19937_64& rng) {
   char what[200];
-  std::snprintf(what, sizeof what, "W%d softmax_backward y %s dy %s dx %s %lldx%lld%s%s", W, dname(ydt), dname(dydt),
+  std::snprintf(what, sizeof what, "W%d %s y %s dy %s dx %s %lldx%lld%s%s", W, onorm_ref::op_name(op), dname(ydt), dname(dydt),
                 dname(dxdt), static_cast<long long>(rows), static_cast<long long>(cols), padded ? " padded" : "",
                 in_place ? " in place" : "");
   SCOPED_TRACE(what);
@@ -775,7 +777,8 @@ void run_backward(onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t r
     double sum = 0;
     for (auto& v : e) sum += (v = std::exp(2.0 * n01(rng)));
     for (int64_t k = 0; k < cols; ++k) {
-      onorm_ref::encode(e[k] / sum, y, ydt, r * ys + k);
+      const double p = e[k] / sum;
+      onorm_ref::encode(op == onorm_ref::Op::log_softmax_backward ? std::log(p) : p, y, ydt, r * ys + k);
       onorm_ref::encode(r == 1 && k == cols / 2 ? NAN : n01(rng), dy, dydt, r * dys + k);
     }
   }
@@ -787,7 +790,7 @@ void run_backward(onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t r
       dyd[r * cols + k] = onorm_ref::decode(dy, dydt, r * dys + k);
     }
   onorm_request q{};
-  q.op = ONORM_OP_SOFTMAX_BACKWARD;
+  q.op = to_op(op);
   q.in[0] = onorm_rows{y, ydt, rows, cols, ys};
   q.in[1] = onorm_rows{dy, dydt, rows, cols, dys};
   q.out[0] = onorm_rows{dx, dxdt, rows, cols, dxs};
@@ -798,29 +801,24 @@ void run_backward(onorm_dtype ydt, onorm_dtype dydt, onorm_dtype dxdt, int64_t r
   for (const auto& e : launcher.errors()) errors += "\n  " + e;
   ASSERT_TRUE(launcher.errors().empty()) << "emulator: " << launcher.shapes() << errors;
   ASSERT_EQ(st, ONORM_OK) << err;
+  const onorm_rows in[2] = {{yd.data(), ONORM_F64, rows, cols, cols}, {dyd.data(), ONORM_F64, rows, cols, cols}};
+  const onorm_ref::Result ref = onorm_ref::compute(op, in, 2, nullptr, nullptr, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
-    double s = 0, sabs = 0;
-    for (int64_t k = 0; k < cols; ++k) {
-      s += yd[r * cols + k] * dyd[r * cols + k];
-      sabs += std::fabs(yd[r * cols + k] * dyd[r * cols + k]);
-    }
     for (int64_t k = 0; k < cols; ++k) {
       const double got = onorm_ref::decode(dx, dxdt, r * dxs + k);
       if (r == 1) {
         ASSERT_TRUE(std::isnan(got)) << launcher.shapes() << ": NaN row, col " << k << " got " << got;
         continue;
       }
-      const double yk = yd[r * cols + k], dyk = dyd[r * cols + k];
-      const double ref = yk * (dyk - s);
-      const double bound = onorm_ref::bound(onorm_ref::Op::softmax_backward, dxdt, ref, 0, 0, 0,
-                                             std::fabs(yk) * (std::fabs(dyk) + sabs));
-      ASSERT_LE(std::fabs(got - ref), bound) << launcher.shapes() << ": row " << r << " col " << k << " got " << got
-                                             << " want " << ref;
+      const double want = ref.y[r * cols + k];
+      const double bound = onorm_ref::bound(op, dxdt, want, 0, 0, 0, ref.scale[r * cols + k]);
+      ASSERT_LE(std::fabs(got - want), bound) << launcher.shapes() << ": row " << r << " col " << k << " got " << got
+                                              << " want " << want;
     }
   }
 }
 
-TEST(WaveRowsBackward, SoftmaxBackward) {
+void backward_through_plan(onorm_ref::Op op) {
   std::mt19937_64 rng(31);
   const std::tuple<onorm_dtype, onorm_dtype, onorm_dtype> dts[] = {
       {ONORM_F32, ONORM_F32, ONORM_F32}, {ONORM_BF16, ONORM_BF16, ONORM_BF16}, {ONORM_F16, ONORM_F32, ONORM_BF16},
@@ -832,12 +830,15 @@ TEST(WaveRowsBackward, SoftmaxBackward) {
         const int64_t rows = cols <= 256 ? 70 : 3;
         const bool padded = (index % 2) == 1, in_place = (index % 3) == 2;
         ++index;
-        if (W == 64) run_backward<64>(ydt, dydt, dxdt, rows, cols, padded, in_place, rng);
-        else run_backward<32>(ydt, dydt, dxdt, rows, cols, padded, in_place, rng);
-        if (HasFatalFailure()) return;
+        if (W == 64) run_backward<64>(op, ydt, dydt, dxdt, rows, cols, padded, in_place, rng);
+        else run_backward<32>(op, ydt, dydt, dxdt, rows, cols, padded, in_place, rng);
+        if (::testing::Test::HasFatalFailure()) return;
       }
     }
   }
 }
+
+TEST(WaveRowsBackward, SoftmaxBackward) { backward_through_plan(onorm_ref::Op::softmax_backward); }
+TEST(WaveRowsBackward, LogSoftmaxBackward) { backward_through_plan(onorm_ref::Op::log_softmax_backward); }
 
 }  // namespace

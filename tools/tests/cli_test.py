@@ -580,34 +580,35 @@ def test_bench_png():
 
 
 def test_backward():
-    """softmax_backward reads two inputs (y, and dy generated like x): within the bound on every
+    """The backward ops read two inputs (y, and dy generated like x): within the bound on every
     command, in mixed dtypes, from a file (dy generated), and the bytes moved count both inputs."""
     out = os.path.join(WORK, "bwd.json")
-    for dt, out_dt in [("f32", "f32"), ("bf16", "f32"), ("f16", "bf16")]:
-        p = onorm("compare", "--op", "softmax_backward", "--rows", 9, "--cols", 700, "--dtype", dt, "--out-dtype",
-                  out_dt, "--backends", "cpu,cpu", "--iters", 1, "--json", out, expect=0)
-        check("softmax_backward 9x700 %s -> %s" % (dt, out_dt) in p.stdout.splitlines()[0], p.stdout)
-        _, rows = parse_table(p.stdout)
-        check(all(r["bound"] == "ok" for r in rows) and rows[0]["!=cpu#2"] == "0", rows)
-        j = json.load(open(out))
-        validate_compare_json(j, 2)
-        size = {"f32": 4, "f16": 2, "bf16": 2}
-        check(j["backends"][0]["bytes_moved"] == 9 * 700 * (2 * size[dt] + size[out_dt]), j["backends"][0])
-    for dist in ["normal", "uniform", "large-offset", "special"]:
-        onorm("compare", "--op", "softmax_backward", "--rows", 16, "--cols", 100, "--dist", dist, "--backends", "cpu",
-              "--iters", 1, expect=0)
-    p = onorm("run", "--op", "softmax_backward", "--rows", 8, "--cols", 4097, "--backend", "cpu", "--iters", 1, expect=0)
-    check("softmax_backward 8x4097 f32 -> f32 on cpu" in p.stdout and "inputs read" in p.stdout, p.stdout)
-    f32 = write("y.npy", npy_bytes("<f4", (3, 40), struct.pack("<120f", *[1.0 / (1 + i % 40) for i in range(120)])))
-    p = onorm("compare", "--op", "softmax_backward", "--input", f32, "--backends", "cpu", "--iters", 1, expect=0)
-    check("softmax_backward 3x40 f32 -> f32" in p.stdout, p.stdout)
+    for op in ["softmax_backward", "log_softmax_backward"]:
+        for dt, out_dt in [("f32", "f32"), ("bf16", "f32"), ("f16", "bf16")]:
+            p = onorm("compare", "--op", op, "--rows", 9, "--cols", 700, "--dtype", dt, "--out-dtype",
+                      out_dt, "--backends", "cpu,cpu", "--iters", 1, "--json", out, expect=0)
+            check("%s 9x700 %s -> %s" % (op, dt, out_dt) in p.stdout.splitlines()[0], p.stdout)
+            _, rows = parse_table(p.stdout)
+            check(all(r["bound"] == "ok" for r in rows) and rows[0]["!=cpu#2"] == "0", rows)
+            j = json.load(open(out))
+            validate_compare_json(j, 2)
+            size = {"f32": 4, "f16": 2, "bf16": 2}
+            check(j["backends"][0]["bytes_moved"] == 9 * 700 * (2 * size[dt] + size[out_dt]), j["backends"][0])
+        for dist in ["normal", "uniform", "large-offset", "special"]:
+            onorm("compare", "--op", op, "--rows", 16, "--cols", 100, "--dist", dist, "--backends", "cpu",
+                  "--iters", 1, expect=0)
+        p = onorm("run", "--op", op, "--rows", 8, "--cols", 4097, "--backend", "cpu", "--iters", 1, expect=0)
+        check("%s 8x4097 f32 -> f32 on cpu" % op in p.stdout and "inputs read" in p.stdout, p.stdout)
+        f32 = write("y.npy", npy_bytes("<f4", (3, 40), struct.pack("<120f", *[1.0 / (1 + i % 40) for i in range(120)])))
+        p = onorm("compare", "--op", op, "--input", f32, "--backends", "cpu", "--iters", 1, expect=0)
+        check("%s 3x40 f32 -> f32" % op in p.stdout, p.stdout)
     bench = os.path.join(WORK, "bwd_bench.json")
-    onorm("bench", "--backend", "cpu", "--ops", "softmax_backward,softmax", "--dtypes", "f32", "--widths", "64,1024",
-          "--mb", 1, "--iters", 1, "--json", bench, expect=0)
+    onorm("bench", "--backend", "cpu", "--ops", "softmax_backward,log_softmax_backward,softmax", "--dtypes", "f32",
+          "--widths", "64,1024", "--mb", 1, "--iters", 1, "--json", bench, expect=0)
     j = json.load(open(bench))
-    check(len(j["results"]) == 4, j["results"])
+    check(len(j["results"]) == 6, j["results"])
     for r in j["results"]:
-        n = 3 if r["op"] == "softmax_backward" else 2
+        n = 3 if r["op"].endswith("_backward") else 2
         check(r["bytes_moved"] == r["rows"] * r["cols"] * 4 * n, r)
 
 

@@ -1,4 +1,4 @@
-// Sum: a plain sum as a state (softmax backward's sum of y * dy). combine adds.
+// Sum: a plain sum as a state (the backward passes of softmax and log-softmax). combine adds.
 #pragma once
 
 #include "onlinenorm/core/hd.hpp"

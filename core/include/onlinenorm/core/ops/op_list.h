@@ -7,12 +7,13 @@
 #ifndef ONLINENORM_CORE_OPS_OP_LIST_H
 #define ONLINENORM_CORE_OPS_OP_LIST_H
 
-#define ONORM_OP_LIST(X)                                   \
-  X(SOFTMAX, softmax, Softmax)                             \
-  X(LOG_SOFTMAX, log_softmax, LogSoftmax)                  \
-  X(LAYER_NORM, layer_norm, LayerNorm)                     \
-  X(RMS_NORM, rms_norm, RmsNorm)                           \
-  X(SOFTMAX_BACKWARD, softmax_backward, SoftmaxBackward)
+#define ONORM_OP_LIST(X)                                             \
+  X(SOFTMAX, softmax, Softmax)                                       \
+  X(LOG_SOFTMAX, log_softmax, LogSoftmax)                            \
+  X(LAYER_NORM, layer_norm, LayerNorm)                               \
+  X(RMS_NORM, rms_norm, RmsNorm)                                     \
+  X(SOFTMAX_BACKWARD, softmax_backward, SoftmaxBackward)             \
+  X(LOG_SOFTMAX_BACKWARD, log_softmax_backward, LogSoftmaxBackward)
 
 #define ONORM_OP_ENUM_ENTRY(ID, name, Type) ONORM_OP_##ID,
 typedef enum onorm_op { ONORM_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_COUNT } onorm_op;
@@ -21,6 +22,7 @@ typedef enum onorm_op { ONORM_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_COUNT } onor
 #ifdef __cplusplus
 #include "onlinenorm/core/ops/layer_norm.hpp"
 #include "onlinenorm/core/ops/log_softmax.hpp"
+#include "onlinenorm/core/ops/log_softmax_backward.hpp"
 #include "onlinenorm/core/ops/rms_norm.hpp"
 #include "onlinenorm/core/ops/softmax.hpp"
 #include "onlinenorm/core/ops/softmax_backward.hpp"

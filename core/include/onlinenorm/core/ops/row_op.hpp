@@ -23,7 +23,9 @@
 //
 // `m` is the element math of the placement: core::ops::ScalarMath<T> (below) on scalars, or a
 // backend's own (Highway vectors, the GPUs' approximate exp) with the same members: V, set,
-// add, sub, mul, mul_add, exp (of non-positive arguments and -inf; NaN stays NaN).
+// add, sub, mul, mul_add, exp (of non-positive arguments and -inf; NaN stays NaN), exp_any (of
+// any argument: inputs no max bounds, as log-softmax backward's y), nan_or_zero (a where a is
+// NaN, else 0: a NaN anywhere in a row reaches a sum).
 #pragma once
 
 #include "onlinenorm/core/hd.hpp"
@@ -93,6 +95,8 @@ struct ScalarMath {
   ONORM_HD_INLINE V mul(V a, V b) const { return a * b; }
   ONORM_HD_INLINE V mul_add(V a, V b, V c) const { return a * b + c; }
   ONORM_HD_INLINE V exp(V a) const { return exp_of(a); }
+  ONORM_HD_INLINE V exp_any(V a) const { return exp_of(a); }
+  ONORM_HD_INLINE V nan_or_zero(V a) const { return is_nan(a) ? a : T(0); }
 };
 
 }  // namespace ops

@@ -3,19 +3,15 @@
 // the row, NaN.
 #pragma once
 
-#include "onlinenorm/core/ops/row_op.hpp"
-#include "onlinenorm/core/sum.hpp"
+#include "onlinenorm/core/ops/sum_op.hpp"
 
 namespace onorm {
 namespace core {
 namespace ops {
 
-struct SoftmaxBackward : RowOpDefaults {
+struct SoftmaxBackward : SumOpDefaults {
   static constexpr Signature kSignature{2, {"y", "dy"}, 1, {"dx"}, 0, {}, 0, {}, 0, {}, {}};
   static constexpr int kInputs = 2;  // y, dy; one sum, sum(y * dy)
-  template <typename T>
-  using State = Sum<T>;
-  using Merged = Sum<float>;
 
   template <typename M>
   ONORM_HD_INLINE static typename M::V accumulate(const M& m, typename M::V* acc, typename M::V,
@@ -23,25 +19,6 @@ struct SoftmaxBackward : RowOpDefaults {
     acc[0] = m.mul_add(x[0], x[1], acc[0]);
     return x[0];
   }
-  template <typename T, typename F>
-  ONORM_HD_INLINE static Sum<T> state(int64_t, F, F, const F* sums) {
-    return Sum<T>::of(static_cast<T>(sums[0]));
-  }
-
-  template <typename T>
-  struct Coefs {
-    T s;
-  };
-  template <typename T>
-  ONORM_HD_INLINE static Coefs<T> coefs(const Sum<T>& st, const Params&, bool& ok) {
-    ok = true;
-    return Coefs<T>{st.s};
-  }
-  template <typename T>
-  ONORM_HD_INLINE static Coefs<float> narrow(const Coefs<T>& c) {
-    return Coefs<float>{static_cast<float>(c.s)};
-  }
-
   template <typename M, typename T>
   ONORM_HD_INLINE static typename M::V finish(const M& m, const Coefs<T>& c, const typename M::V* x,
                                               const typename M::V*) {
