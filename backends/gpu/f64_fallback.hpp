@@ -21,7 +21,7 @@ using dsums_t = Vals<double, Op::kSums>;
 // lane of the warp (TPR <= WARP) or thread of the block (TPR == BLOCK) must call it: callers
 // decide warp- or block-uniformly. Its own shared arrays (the callers' scratch is not assumed
 // free). Loops not unrolled: few values live. The register kernel inlines it: as a call, the
-// values live across it cost its float path 22-30 registers and spills (ptxas, sm_90a;
+// values live across it cost its float path registers and spills (ptxas, sm_90a;
 // bench/RESULTS.md).
 // In place (out == in): register rows and a row held by one block (staged K == 1) are read
 // whole before they are written; the two-read schedule takes its coefficients in a launch of

@@ -1,7 +1,6 @@
 // The copy ceiling's second measure (bench_cuda.cpp takes the faster of this and
-// cudaMemcpyAsync): one 16-byte vector per thread. Measured on an H200 (bench/RESULTS.md): one
-// vector per thread matches cudaMemcpyAsync; four per thread, loaded before any is stored, or a
-// grid-stride loop, lose 4-7%.
+// cudaMemcpyAsync): one 16-byte vector per thread, which on an H200 matched cudaMemcpyAsync
+// where more vectors per thread or a grid-stride loop did not (bench/RESULTS.md).
 #include "vector_copy.hpp"
 
 #include <cstdint>
