@@ -107,6 +107,15 @@ ONORM_DEV bool rows_f64(const RowArgs& a, int64_t row, int n, int lane, const ty
   return true;
 }
 
+// A merging placement's row coefficients in double, read again from memory by the block (every
+// thread calls it; row_state_f64 as a call).
+template <typename R, int WARP, int BLOCK>
+ONORM_DEV coefs_t<typename R::Op> row_coefs_f64(const RowArgs& a, int64_t row, const typename R::Op::Params& prm) {
+  bool ok64;
+  return R::Op::narrow(
+      R::Op::coefs(request_row_state_f64<R, WARP, BLOCK, BLOCK, true>(a, row, a.cols, threadIdx.x), prm, ok64));
+}
+
 // The finish coefficients of a row from its merged state `fin`, which must be the same in
 // every thread of the block (the decision to read the row again is then block-uniform).
 // reread: the row was read again (in-place placements hold their blocks until all have).
@@ -121,8 +130,7 @@ ONORM_DEV coefs_t<typename R::Op> merged_coefs(const RowArgs& a, int64_t row, co
   if constexpr (Op::kF64Fallback) {
     if (!ok) {
       reread = true;
-      bool ok64;
-      return Op::narrow(Op::coefs(request_row_state_f64<R, WARP, BLOCK, BLOCK, true>(a, row, a.cols, threadIdx.x), prm, ok64));
+      return row_coefs_f64<R, WARP, BLOCK>(a, row, prm);
     }
   }
   return cf;

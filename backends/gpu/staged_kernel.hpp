@@ -193,8 +193,7 @@ ONORM_DEV void staged_finish(const RowArgs& a, const unsigned char* stage, int64
     if (shared_ok) {
       row_cf = shared_cf;
     } else {
-      bool ok64;
-      row_cf = Op::narrow(Op::coefs(request_row_state_f64<R, WARP, BLOCK, BLOCK, true>(a, row, a.cols, threadIdx.x), Op::params(a.param), ok64));
+      row_cf = row_coefs_f64<R, WARP, BLOCK>(a, row, Op::params(a.param));
       reread_done();
     }
   } else {

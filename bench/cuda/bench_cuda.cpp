@@ -162,32 +162,30 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
       const double kernel_ms = time_it([&](int s) { CK(vector_copy(ys[s], xs[s], bytes, 0)); });
       const double memcpy_tbps = 2.0 * bytes / (memcpy_ms * 1e-3) / 1e12, vector_tbps = 2.0 * bytes / (kernel_ms * 1e-3) / 1e12;
       const double copy_tbps = std::max(memcpy_tbps, vector_tbps);
+      // One line of the table (and the CSV) for op taking ms to move `moved` bytes.
+      auto report = [&](Op op, double ms, double moved) {
+        const double tbps = moved / (ms * 1e-3) / 1e12;
+        std::printf("%-12s %-5s %8lld %8lld %9.4f %7.3f %7.3f %5.1f%%\n", onorm_ref::op_name(op), dtype_name(dt),
+                    (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
+        if (csv)
+          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f,%.4f,%.4f\n", prop.name, onorm_ref::op_name(op),
+                       dtype_name(dt), (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps,
+                       memcpy_tbps, vector_tbps);
+      };
       for (Op op : kOps) {
         const double ms = time_it([&](int s) {
           onorm_rows x{xs[s], dt, rows, cols, cols};
           onorm_rows y{ys[s], dt, rows, cols, cols};
           OK(run_op(ctx, op, x, y, g, b, rows <= (1 << 22) ? mean : nullptr, rows <= (1 << 22) ? rstd : nullptr));
         });
-        const double tbps = 2.0 * bytes / (ms * 1e-3) / 1e12;
-        std::printf("%-12s %-5s %8lld %8lld %9.4f %7.3f %7.3f %5.1f%%\n", onorm_ref::op_name(op), dtype_name(dt),
-                    (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
-        if (csv)
-          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f,%.4f,%.4f\n", prop.name, onorm_ref::op_name(op),
-                       dtype_name(dt), (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps,
-                       memcpy_tbps, vector_tbps);
+        report(op, ms, 2.0 * bytes);
       }
       for (Op op : kBackwardOps) {  // reads y and dy, writes dx (1.5x the bytes of a forward op)
         const double ms = time_it([&](int s) {
           onorm_rows y{xs[s], dt, rows, cols, cols}, dy{xs[s ^ 1], dt, rows, cols, cols}, dx{ys[s], dt, rows, cols, cols};
           OK(run_backward_op(ctx, op, y, dy, dx));
         });
-        const double tbps = 3.0 * bytes / (ms * 1e-3) / 1e12;
-        std::printf("%-12s %-5s %8lld %8lld %9.4f %7.3f %7.3f %5.1f%%\n", onorm_ref::op_name(op), dtype_name(dt),
-                    (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
-        if (csv)
-          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f,%.4f,%.4f\n", prop.name, onorm_ref::op_name(op),
-                       dtype_name(dt), (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps,
-                       memcpy_tbps, vector_tbps);
+        report(op, ms, 3.0 * bytes);
       }
       std::fflush(stdout);
     }
