@@ -28,6 +28,14 @@ double bf16_value(uint16_t h) {
   return sign ? -v : v;
 }
 
+// OCP E4M3 ("fn"): bias 7, no infinities, S.1111.111 is NaN.
+double e4m3_value(uint8_t c) {
+  const int sign = c >> 7, e = (c >> 3) & 15, m = c & 7;
+  if (e == 15 && m == 7) return std::numeric_limits<double>::quiet_NaN();
+  const double v = e == 0 ? std::ldexp(m, -9) : std::ldexp(8 + m, e - 10);
+  return sign ? -v : v;
+}
+
 // Nearest-even encoding by search over the format's own values: slow but obviously right.
 uint16_t encode_small(double v, double (*value)(uint16_t), int man_bits) {
   if (std::isnan(v)) return value == f16_value ? 0x7e00 : 0x7fc0;
@@ -126,6 +134,8 @@ double decode(const void* data, onorm_dtype dtype, int64_t i) {
     case ONORM_F64: return load<double>(data, i);
     case ONORM_F16: return f16_value(load<uint16_t>(data, i));
     case ONORM_BF16: return bf16_value(load<uint16_t>(data, i));
+    case ONORM_I8: return load<int8_t>(data, i);
+    case ONORM_F8_E4M3: return e4m3_value(load<uint8_t>(data, i));
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }
@@ -245,6 +255,154 @@ Result compute(Op op, const onorm_rows& x, const void* gamma, const void* beta, 
   return r;
 }
 
+NormResult compute_norm(const NormSpec& sp) {
+  const onorm_rows& x = sp.x;
+  NormResult out;
+  Result& r = out.norm;
+  r.rows = x.rows;
+  r.cols = x.cols;
+  r.y.assign(static_cast<size_t>(x.rows * x.cols), 0.0);
+  if (sp.layer) r.mean.assign(static_cast<size_t>(x.rows), 0.0);
+  r.rstd.assign(static_cast<size_t>(x.rows), 0.0);
+  out.h.assign(r.y.size(), 0.0);
+  out.s.assign(static_cast<size_t>(x.cols), 0.0);
+  for (int64_t c = 0; c < x.cols; ++c)
+    out.s[c] = sp.weight_offset + (sp.gamma ? decode(sp.gamma, sp.param_dtype, c) : 1.0);
+  const bool wide = x.dtype == ONORM_F64 || (sp.residual && sp.residual->dtype == ONORM_F64);
+  const double n = static_cast<double>(x.cols);
+  for (int64_t i = 0; i < x.rows; ++i) {
+    double* h = out.h.data() + i * x.cols;
+    for (int64_t c = 0; c < x.cols; ++c) {
+      double v = decode(x.data, x.dtype, i * x.row_stride + c);
+      if (sp.residual) {
+        const double b = decode(sp.residual->data, sp.residual->dtype, i * sp.residual->row_stride + c);
+        v = wide ? v + b : static_cast<double>(static_cast<float>(v) + static_cast<float>(b));
+        unsigned char cell[8];
+        encode(v, cell, sp.h_dtype, 0);
+        v = decode(cell, sp.h_dtype, 0);
+      }
+      h[c] = v;
+    }
+    double mean = 0;
+    if (sp.layer) {
+      for (int64_t c = 0; c < x.cols; ++c) mean += h[c];
+      mean /= n;
+      r.mean[i] = mean;
+    }
+    double ss = 0;
+    for (int64_t c = 0; c < x.cols; ++c) ss += (h[c] - mean) * (h[c] - mean);
+    const double rstd = 1.0 / std::sqrt(ss / n + sp.eps);
+    r.rstd[i] = rstd;
+    for (int64_t c = 0; c < x.cols; ++c) {
+      const double b = sp.layer && sp.beta ? decode(sp.beta, sp.param_dtype, c) : 0.0;
+      r.y[i * x.cols + c] = (h[c] - mean) * rstd * out.s[c] + b;
+    }
+  }
+  return out;
+}
+
+double quant_max(onorm_dtype dtype) { return dtype == ONORM_I8 ? 127.0 : 448.0; }
+
+double quantize(double v, onorm_dtype dtype) {
+  if (std::isnan(v)) return dtype == ONORM_I8 ? 0.0 : v;
+  const double q = quant_max(dtype);
+  const double a = std::min(std::fabs(v), q);
+  double pick;
+  if (dtype == ONORM_I8) {
+    pick = std::floor(a);
+    const double frac = a - pick;
+    if (frac > 0.5 || (frac == 0.5 && std::fmod(pick, 2.0) != 0)) pick += 1;
+  } else {
+    // The nearest of the non-negative codes 0..126 (ordered by value), ties to the even code.
+    int lo = 0;
+    while (lo < 126 && e4m3_value(static_cast<uint8_t>(lo + 1)) <= a) ++lo;
+    pick = e4m3_value(static_cast<uint8_t>(lo));
+    if (lo < 126) {
+      const double above = e4m3_value(static_cast<uint8_t>(lo + 1));
+      if (above - a < a - pick || (above - a == a - pick && (lo & 1))) pick = above;
+    }
+  }
+  return std::signbit(v) ? -pick : pick;
+}
+
+namespace {
+// The neighbours on the quantized grid of a value q on it: q itself and the values one step
+// below and above.
+bool on_grid_near(double got, double want, onorm_dtype dtype) {
+  if (std::isnan(want)) return dtype == ONORM_I8 ? got == 0.0 : std::isnan(got);
+  if (got == want) return true;
+  if (dtype == ONORM_I8) return std::fabs(got - want) <= 1.0;
+  // The E4M3 grid in value order: the negative codes mirrored, then the positive ones.
+  std::vector<double> grid;
+  for (int c = 126; c >= 1; --c) grid.push_back(-e4m3_value(static_cast<uint8_t>(c)));
+  for (int c = 0; c <= 126; ++c) grid.push_back(e4m3_value(static_cast<uint8_t>(c)));
+  const auto at = std::find(grid.begin(), grid.end(), want) - grid.begin();
+  for (long k = at - 1; k <= at + 1; ++k)
+    if (k >= 0 && k < static_cast<long>(grid.size()) && grid[k] == got) return true;
+  return false;
+}
+}  // namespace
+
+Report check_norm(const NormSpec& sp, const NormResult& ref, const onorm_rows& y, const float* y_scale,
+                  double static_scale, const float* mean, const float* rstd, const onorm_rows* residual_out) {
+  const Op op = sp.layer ? Op::layer_norm : Op::rms_norm;
+  const bool quantized = y.dtype == ONORM_I8 || y.dtype == ONORM_F8_E4M3;
+  Report rep;
+  if (!quantized) {
+    // The norm's own check, with s_j as the scale of the mean term (passed as gamma in f64).
+    rep = check(op, ref.norm, y, ref.s.data(), ONORM_F64, mean, rstd);
+  } else {
+    rep = check(op, ref.norm, onorm_rows{nullptr, ONORM_F32, 0, 0, 0}, nullptr, ONORM_F64, mean, rstd);
+  }
+  auto violation = [&](const char* what, int64_t i, int64_t c, double got, double want) {
+    if (rep.violations == 0) {
+      rep.first_row = i;
+      rep.first_col = c;
+      rep.first_got = got;
+      rep.first_want = want;
+      rep.first_what = what;
+    }
+    ++rep.violations;
+  };
+  const int64_t cols = ref.norm.cols;
+  for (int64_t i = 0; i < ref.norm.rows; ++i) {
+    const double* v = ref.norm.y.data() + i * cols;
+    if (quantized) {
+      double scale = static_scale;
+      if (y_scale) {
+        double max_abs = 0;
+        bool nan = false;
+        for (int64_t c = 0; c < cols; ++c) {
+          nan |= std::isnan(v[c]);
+          max_abs = std::max(max_abs, std::fabs(v[c]));
+        }
+        const double want = nan ? std::numeric_limits<double>::quiet_NaN() : max_abs == 0 ? 1.0 : max_abs / quant_max(y.dtype);
+        const double got = y_scale[i];
+        ++rep.checked;
+        const bool good = std::isnan(want) ? std::isnan(got) : std::fabs(got - want) <= 1e-5 * want;
+        if (!good) violation("y_scale", i, 0, got, want);
+        scale = got;
+      }
+      for (int64_t c = 0; c < cols; ++c) {
+        const double got = decode(y.data, y.dtype, i * y.row_stride + c);
+        const double want = quantize(v[c] / scale, y.dtype);
+        ++rep.checked;
+        if (!on_grid_near(got, want, y.dtype)) violation("y", i, c, got, want);
+      }
+    }
+    if (residual_out) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const double got = decode(residual_out->data, residual_out->dtype, i * residual_out->row_stride + c);
+        const double want = ref.h[i * cols + c];
+        ++rep.checked;
+        const bool same = std::isnan(want) ? std::isnan(got) : got == want;
+        if (!same) violation("residual_out", i, c, got, want);
+      }
+    }
+  }
+  return rep;
+}
+
 double ulp(double v, onorm_dtype dtype) {
   const double a = std::fabs(v);
   int e = (a == 0 || !std::isfinite(a)) ? min_exponent(dtype) : std::ilogb(a);
@@ -316,7 +474,7 @@ Report check(Op op, const Result& ref, const onorm_rows& y, const void* gamma, o
   for (int64_t i = 0; i < ref.rows; ++i) {
     const double row_mean = ref.mean.empty() ? 0.0 : ref.mean[i];
     const double row_rstd = ref.rstd.empty() ? 0.0 : ref.rstd[i];
-    for (int64_t c = 0; c < ref.cols; ++c) {
+    for (int64_t c = 0; y.data && c < ref.cols; ++c) {  // y.data NULL: statistics only
       const double want = ref.y[i * ref.cols + c];
       const double got = decode(y.data, y.dtype, i * y.row_stride + c);
       const double g = gamma ? decode(gamma, gamma_dtype, c) : 1.0;

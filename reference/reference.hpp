@@ -32,7 +32,7 @@ inline onorm_op to_onorm_op(Op op) { return static_cast<onorm_op>(op); }
 // Row tensors the op reads (1: x; 2: softmax backward's y and dy).
 int op_inputs(Op op);
 
-// Value of element i of a buffer of dtype (f32, f16, bf16, f64), as a double.
+// Value of element i of a buffer of dtype (f32, f16, bf16, f64; i8 and f8_e4m3), as a double.
 double decode(const void* data, onorm_dtype dtype, int64_t index);
 // Encodes v into element i (round to nearest even; used to build inputs).
 void encode(double v, void* data, onorm_dtype dtype, int64_t index);
@@ -76,5 +76,40 @@ struct Report {
 // equal to the reference rounded to y's dtype is always accepted: no output can be closer.
 Report check(Op op, const Result& ref, const onorm_rows& y, const void* gamma, onorm_dtype gamma_dtype,
              const float* mean, const float* rstd);
+
+// onorm_norm (API.md, "norms with options") for host-resident tensors: h = x, or
+// round_H(x + residual) (the add in float, in double when x or the residual is f64); the norm
+// of h with the scale s_j = weight_offset + gamma_j (gamma and beta of param_dtype, NULL: 1, 0);
+// y the values v, or their quantization to I8 / F8_E4M3 with the dynamic (max|v| / Q per row)
+// or the static scale.
+struct NormSpec {
+  bool layer = true;  // LayerNorm, else RMSNorm
+  onorm_rows x{};
+  const onorm_rows* residual = nullptr;
+  onorm_dtype h_dtype = ONORM_F32;  // residual_out's dtype, else x's
+  const void* gamma = nullptr;
+  const void* beta = nullptr;
+  onorm_dtype param_dtype = ONORM_F32;
+  double eps = 1e-5;
+  double weight_offset = 0;
+};
+struct NormResult {
+  Result norm;             // y: the values v; mean, rstd
+  std::vector<double> h;   // rows x cols, what residual_out receives
+  std::vector<double> s;   // cols, the scale s_j
+};
+NormResult compute_norm(const NormSpec& spec);
+
+// The quantized dtypes: the value of a stored element (decode covers them too), the largest
+// magnitude Q, and the reference quantization of v / scale.
+double quant_max(onorm_dtype dtype);
+double quantize(double v, onorm_dtype dtype);
+
+// Checks one backend's onorm_norm outputs (host copies): y (a float dtype against the norm's
+// bound, or quantized: each q the reference's or a neighbour on the grid, from the backend's
+// own scale), y_scale (dynamic: within 1e-5 relative; NULL otherwise, with static_scale),
+// mean and rstd (NULL: not checked), residual_out (NULL: not checked; exact).
+Report check_norm(const NormSpec& spec, const NormResult& ref, const onorm_rows& y, const float* y_scale,
+                  double static_scale, const float* mean, const float* rstd, const onorm_rows* residual_out);
 
 }  // namespace onorm_ref

@@ -43,33 +43,48 @@ onorm_status backend_status(onorm_status status, const char* err) {
   return fail(status, err[0] ? err : onorm_status_string(status));
 }
 
-// Checks and runs a request whose op and slots the entry point filled; `given` lists the
-// row tensors the caller passed (NULL is an argument error, named).
-onorm_status run_request(onorm_context ctx, onorm_request& request, const onorm_rows* const* given) {
+// Checks and runs a request whose op and column/row/scalar slots the entry point filled;
+// `given` lists the row tensors the caller passed, inputs then outputs (`inputs` + `outputs`
+// of them: the op's own, and optional ones the caller named; NULL is an argument error).
+onorm_status run_request(onorm_context ctx, onorm_request& request, const onorm_rows* const* given, int inputs,
+                         int outputs) {
   const char* name = onorm::op_name(request.op);
   return guarded(name, [&]() -> onorm_status {
     if (!ctx) return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(name) + ": context is NULL");
     const onorm::core::ops::Signature& sig = onorm::core::ops::signature(request.op);
-    for (int i = 0; i < sig.inputs + sig.outputs; ++i) {
-      const char* slot = i < sig.inputs ? sig.input[i] : sig.output[i - sig.inputs];
+    for (int i = 0; i < inputs + outputs; ++i) {
+      const char* slot = i < inputs ? sig.input[i] : sig.output[i - inputs];
       if (!given[i]) return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(name) + ": " + slot + " is NULL");
-      if (i < sig.inputs) request.in[i] = *given[i];
-      else request.out[i - sig.inputs] = *given[i];
+      if (i < inputs) request.in[i] = *given[i];
+      else request.out[i - inputs] = *given[i];
     }
+    request.inputs = inputs;
+    request.outputs = outputs;
     bool empty = false;
     if (onorm_status s = onorm::validate_request(request, empty)) return s;
-    for (int i = 0; i < sig.inputs + sig.outputs; ++i) {
-      const bool is_input = i < sig.inputs;
-      const onorm_dtype dt = is_input ? request.in[i].dtype : request.out[i - sig.inputs].dtype;
-      if (!ctx->module->supports_dtype(ctx->impl, dt, is_input))
-        return fail(ONORM_ERROR_UNSUPPORTED, std::string(name) + ": backend " + ctx->module->kind_name +
-                                                 " does not take " + onorm::dtype_name(dt) +
-                                                 (is_input ? " input" : " output"));
+    auto refuse = [&](onorm_dtype dt, const char* what) {
+      return fail(ONORM_ERROR_UNSUPPORTED, std::string(name) + ": backend " + ctx->module->kind_name +
+                                               " does not take " + onorm::dtype_name(dt) + " " + what);
+    };
+    for (int i = 0; i < inputs + outputs; ++i) {
+      const bool is_input = i < inputs;
+      const onorm_dtype dt = is_input ? request.in[i].dtype : request.out[i - inputs].dtype;
+      if (!ctx->module->supports_dtype(ctx->impl, dt, is_input)) return refuse(dt, is_input ? "input" : "output");
     }
+    for (int k = 0; k < sig.cols; ++k)
+      if (request.col[k] && !ctx->module->supports_dtype(ctx->impl, request.col_dtype, 1))
+        return refuse(request.col_dtype, "parameters");
     if (empty) return ONORM_OK;
     char err[512] = {0};
     return backend_status(ctx->module->run(ctx->impl, &request, err, sizeof err), err);
   });
+}
+
+// The request of a version-1 call: its column vectors in x's dtype.
+onorm_status run_plain(onorm_context ctx, onorm_request& request, const onorm_rows* const* given) {
+  const onorm::core::ops::Signature& sig = onorm::core::ops::signature(request.op);
+  if (given[0]) request.col_dtype = given[0]->dtype;
+  return run_request(ctx, request, given, sig.inputs, sig.outputs);
 }
 
 onorm_request request_of(onorm_op op) {
@@ -140,13 +155,13 @@ const char* onorm_last_error(void) { return onorm::last_error_message(); }
 onorm_status onorm_softmax(onorm_context ctx, const onorm_rows* x, const onorm_rows* y) {
   onorm_request q = request_of(ONORM_OP_SOFTMAX);
   const onorm_rows* given[] = {x, y};
-  return run_request(ctx, q, given);
+  return run_plain(ctx, q, given);
 }
 
 onorm_status onorm_log_softmax(onorm_context ctx, const onorm_rows* x, const onorm_rows* y) {
   onorm_request q = request_of(ONORM_OP_LOG_SOFTMAX);
   const onorm_rows* given[] = {x, y};
-  return run_request(ctx, q, given);
+  return run_plain(ctx, q, given);
 }
 
 onorm_status onorm_layer_norm(onorm_context ctx, const onorm_rows* x, const void* gamma,
@@ -159,7 +174,7 @@ onorm_status onorm_layer_norm(onorm_context ctx, const onorm_rows* x, const void
   q.row_out[1] = rstd;
   q.param[0] = eps;
   const onorm_rows* given[] = {x, y};
-  return run_request(ctx, q, given);
+  return run_plain(ctx, q, given);
 }
 
 onorm_status onorm_rms_norm(onorm_context ctx, const onorm_rows* x, const void* gamma, double eps,
@@ -169,7 +184,51 @@ onorm_status onorm_rms_norm(onorm_context ctx, const onorm_rows* x, const void* 
   q.row_out[0] = rstd;
   q.param[0] = eps;
   const onorm_rows* given[] = {x, y};
-  return run_request(ctx, q, given);
+  return run_plain(ctx, q, given);
+}
+
+void onorm_norm_args_init(onorm_norm_args* args, onorm_norm_kind kind) {
+  if (!args) return;
+  *args = onorm_norm_args{};
+  args->struct_size = sizeof(onorm_norm_args);
+  args->kind = kind;
+}
+
+onorm_status onorm_norm(onorm_context ctx, const onorm_rows* x, const onorm_norm_args* args, const onorm_rows* y) {
+  return guarded("onorm_norm", [&]() -> onorm_status {
+    auto bad = [](const std::string& what) { return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_norm: " + what); };
+    if (!args) return bad("args is NULL");
+    if (args->struct_size < sizeof(onorm_norm_args))
+      return bad("args->struct_size is " + std::to_string(args->struct_size) + ", smaller than sizeof(onorm_norm_args) = " +
+                 std::to_string(sizeof(onorm_norm_args)) + " (call onorm_norm_args_init)");
+    const bool layer = args->kind == ONORM_LAYER_NORM;
+    if (!layer && args->kind != ONORM_RMS_NORM)
+      return bad("kind " + std::to_string(static_cast<int>(args->kind)) + " is not an onorm_norm_kind");
+    if (!layer && (args->beta || args->mean)) return bad("RMSNorm takes no beta and no mean");
+    if (args->residual_out && !args->residual) return bad("residual_out is given without residual");
+    onorm_request q = request_of(layer ? ONORM_OP_LAYER_NORM : ONORM_OP_RMS_NORM);
+    q.col[0] = args->gamma;
+    q.col[1] = layer ? args->beta : nullptr;
+    q.col_dtype = args->param_dtype;
+    q.col_offset[0] = args->weight_offset;
+    if (layer) {
+      q.row_out[0] = args->mean;
+      q.row_out[1] = args->rstd;
+    } else {
+      q.row_out[0] = args->rstd;
+    }
+    q.param[0] = args->eps;
+    q.y_scale = args->y_scale;
+    q.y_static_scale = args->y_static_scale;
+    // Inputs x (and residual), outputs y (and residual_out).
+    const onorm_rows* given[4];
+    int inputs = 0, outputs = 0;
+    given[inputs++] = x;
+    if (args->residual) given[inputs++] = args->residual;
+    given[inputs + outputs++] = y;
+    if (args->residual_out) given[inputs + outputs++] = args->residual_out;
+    return run_request(ctx, q, given, inputs, outputs);
+  });
 }
 
 namespace {
@@ -178,7 +237,7 @@ onorm_status backward_of_y(onorm_context ctx, onorm_op op, const onorm_rows* y, 
                            const onorm_rows* dx) {
   onorm_request q = request_of(op);
   const onorm_rows* given[] = {y, dy, dx};
-  return run_request(ctx, q, given);
+  return run_plain(ctx, q, given);
 }
 }  // namespace
 

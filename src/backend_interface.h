@@ -17,23 +17,33 @@ extern "C" {
    signature names them (core/ops/<op>.hpp: kSignature). A new op or a new optional tensor is a
    new slot meaning, not a new interface. */
 #define ONORM_REQUEST_INPUTS 2
-#define ONORM_REQUEST_OUTPUTS 1
+#define ONORM_REQUEST_OUTPUTS 2
 #define ONORM_REQUEST_COLS 2
 #define ONORM_REQUEST_ROW_OUTS 2
 #define ONORM_REQUEST_PARAMS 1
 
 typedef struct onorm_request {
   onorm_op op;
+  int inputs, outputs;                   /* slots filled: the op's row tensors, and its optional ones
+                                            (the norms' residual and residual_out) */
   onorm_rows in[ONORM_REQUEST_INPUTS];   /* row tensors read: rows >= 1, cols >= 1, one shape */
   onorm_rows out[ONORM_REQUEST_OUTPUTS]; /* row tensors written, the inputs' shape; an output may
-                                            alias an input exactly (same data, stride, dtype size) */
-  const void* col[ONORM_REQUEST_COLS];   /* cols elements of in[0]'s dtype, or NULL (the op's default) */
+                                            alias the inputs its signature names exactly (same
+                                            data, stride, dtype size) */
+  const void* col[ONORM_REQUEST_COLS];   /* cols elements of col_dtype, or NULL (the op's default) */
+  onorm_dtype col_dtype;
+  double col_offset[ONORM_REQUEST_COLS]; /* added to column k as it loads, the default included
+                                            (the norms' weight_offset: the scale is offset + gamma) */
   float* row_out[ONORM_REQUEST_ROW_OUTS];/* rows floats, or NULL */
   double param[ONORM_REQUEST_PARAMS];    /* checked by the op's rule (eps: >= 0, not NaN) */
+  /* Output 0 of dtype ONORM_I8 or ONORM_F8_E4M3 (the norms): q = quant(v / scale), with the
+     row's scale max|v| / Q written to y_scale (dynamic), else y_static_scale. */
+  float* y_scale;
+  double y_static_scale;
 } onorm_request;
 
 /* Bumped whenever this struct or onorm_request changes; a module of another version is refused. */
-#define ONORM_BACKEND_MODULE_ABI 2
+#define ONORM_BACKEND_MODULE_ABI 3
 #define ONORM_BACKEND_MODULE_ENTRY "onorm_backend_module_entry"
 
 typedef struct onorm_backend_module {

@@ -17,6 +17,7 @@ size_t dtype_size(int dtype) {
     case ONORM_BF16: return 2;
     case ONORM_F64: return 8;
     case ONORM_F8_E4M3: return 1;
+    case ONORM_I8: return 1;
     default: return 0;
   }
 }
@@ -28,6 +29,7 @@ const char* dtype_name(int dtype) {
     case ONORM_BF16: return "bf16";
     case ONORM_F64: return "f64";
     case ONORM_F8_E4M3: return "f8_e4m3";
+    case ONORM_I8: return "i8";
     default: return "invalid dtype";
   }
 }
@@ -139,9 +141,17 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
     return fail(ONORM_ERROR_INVALID_ARGUMENT, "op " + std::to_string(static_cast<int>(q.op)) + " is not an onorm_op");
   const core::ops::Signature& sig = core::ops::signature(q.op);
   const std::string op(op_name(q.op));
-  for (int i = 0; i < sig.inputs; ++i)
+  // Slots filled: the op's own, and the residual's optional ones (residual_out needs residual).
+  const int optional = sig.residual ? 1 : 0;
+  if (q.inputs < sig.inputs || q.inputs > sig.inputs + optional || q.outputs < sig.outputs ||
+      q.outputs > sig.outputs + optional)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": wrong number of row tensors");
+  if (q.outputs > sig.outputs && q.inputs == sig.inputs)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                op + ": " + sig.output[sig.outputs] + " is given without " + sig.input[sig.inputs]);
+  for (int i = 0; i < q.inputs; ++i)
     if (onorm_status s = check_rows(q.in[i], sig.input[i])) return s;
-  for (int i = 0; i < sig.outputs; ++i)
+  for (int i = 0; i < q.outputs; ++i)
     if (onorm_status s = check_rows(q.out[i], sig.output[i])) return s;
   const onorm_rows& x = q.in[0];
   auto same_shape = [&](const onorm_rows& r, const char* name) -> onorm_status {
@@ -149,9 +159,9 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
     return fail(ONORM_ERROR_INVALID_ARGUMENT,
                 op + ": " + sig.input[0] + " is " + shape_of(x) + " but " + name + " is " + shape_of(r));
   };
-  for (int i = 1; i < sig.inputs; ++i)
+  for (int i = 1; i < q.inputs; ++i)
     if (onorm_status s = same_shape(q.in[i], sig.input[i])) return s;
-  for (int i = 0; i < sig.outputs; ++i)
+  for (int i = 0; i < q.outputs; ++i)
     if (onorm_status s = same_shape(q.out[i], sig.output[i])) return s;
   for (int i = 0; i < sig.params; ++i) {
     const double v = q.param[i];
@@ -159,50 +169,83 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
       return fail(ONORM_ERROR_INVALID_ARGUMENT,
                   op + ": " + sig.param[i] + " must be >= 0 and not NaN, got " + number_text(v));
   }
-  for (int i = 0; i < sig.inputs + sig.outputs; ++i) {
-    const onorm_rows& r = i < sig.inputs ? q.in[i] : q.out[i - sig.inputs];
-    if (r.dtype == ONORM_F8_E4M3)
-      return fail(ONORM_ERROR_UNSUPPORTED, op + ": f8_e4m3 is reserved for the quantizing operations");
+  bool any_col = false;
+  for (int i = 0; i < sig.cols; ++i) {
+    any_col = any_col || q.col[i];
+    if (!std::isfinite(q.col_offset[i]))
+      return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                  op + ": the offset of " + sig.col[i] + " must be finite, got " + number_text(q.col_offset[i]));
   }
+  if (any_col && dtype_size(q.col_dtype) == 0)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                op + ": param_dtype " + std::to_string(static_cast<int>(q.col_dtype)) + " is not an onorm_dtype");
+  // Quantized output: exactly one scale, the static one > 0 and finite; none otherwise.
+  const bool quantized = q.out[0].dtype == ONORM_I8 || q.out[0].dtype == ONORM_F8_E4M3;
+  const bool static_scale = q.y_static_scale != 0.0;
+  if (quantized && sig.quantized_output) {
+    if (static_scale == (q.y_scale != nullptr))
+      return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                  op + ": a quantized " + dtype_name(q.out[0].dtype) +
+                      " output needs exactly one of y_scale (dynamic) and y_static_scale (static)");
+    if (static_scale && !(std::isfinite(q.y_static_scale) && q.y_static_scale > 0))
+      return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                  op + ": y_static_scale must be > 0 and finite, got " + number_text(q.y_static_scale));
+  } else if (q.y_scale || static_scale) {
+    return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                op + ": y_scale and y_static_scale are only for an i8 or f8_e4m3 " + sig.output[0]);
+  }
+  // Quantized dtypes are valid values that only a quantizing output takes.
+  for (int i = 0; i < q.inputs + q.outputs; ++i) {
+    const onorm_rows& r = i < q.inputs ? q.in[i] : q.out[i - q.inputs];
+    const bool quantizing_slot = i == q.inputs && sig.quantized_output;
+    if ((r.dtype == ONORM_F8_E4M3 || r.dtype == ONORM_I8) && !quantizing_slot)
+      return fail(ONORM_ERROR_UNSUPPORTED, op + ": " + (i < q.inputs ? sig.input[i] : sig.output[i - q.inputs]) +
+                                               ": " + dtype_name(r.dtype) + " is only a quantized norm output");
+  }
+  if (any_col && (q.col_dtype == ONORM_F8_E4M3 || q.col_dtype == ONORM_I8))
+    return fail(ONORM_ERROR_UNSUPPORTED, op + ": param_dtype " + dtype_name(q.col_dtype) + " is not taken");
   if (x.rows == 0 || x.cols == 0) {
     empty = true;
     return ONORM_OK;
   }
 
-  // Outputs: each may alias an input exactly (in place), and overlaps nothing else.
-  for (int o = 0; o < sig.outputs; ++o) {
+  // Outputs: each may alias the inputs its signature names exactly (in place), and overlaps
+  // nothing else.
+  for (int o = 0; o < q.outputs; ++o) {
     const onorm_rows& out = q.out[o];
     const Region ro = region_of(out);
-    for (int i = 0; i < sig.inputs; ++i) {
+    for (int i = 0; i < q.inputs; ++i) {
       const onorm_rows& in = q.in[i];
       const bool same_layout = in.data == out.data && in.row_stride == out.row_stride &&
                                dtype_size(in.dtype) == dtype_size(out.dtype);
-      if (!same_layout && overlaps(region_of(in), ro))
+      const bool may_alias = (sig.alias[o] >> i) & 1u;
+      if (!(same_layout && may_alias) && overlaps(region_of(in), ro))
         return fail(ONORM_ERROR_INVALID_ARGUMENT,
                     op + ": " + sig.output[o] + " overlaps " + sig.input[i] +
-                        " (only in place, with the same data, stride and dtype size, is allowed)");
+                        (may_alias ? " (only in place, with the same data, stride and dtype size, is allowed)"
+                                   : " (not an allowed alias)"));
     }
     for (int p = 0; p < o; ++p)
       if (overlaps(region_of(q.out[p]), ro))
         return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + sig.output[o] + " overlaps " + sig.output[p]);
   }
   // Column vectors (read) and per-row outputs (written): blocks that no output may meet.
-  const size_t xs = dtype_size(x.dtype);
   struct Named { const void* p; int64_t count; size_t size; const char* name; bool output; };
-  Named blocks[ONORM_REQUEST_COLS + ONORM_REQUEST_ROW_OUTS];
+  Named blocks[ONORM_REQUEST_COLS + ONORM_REQUEST_ROW_OUTS + 1];
   int nblocks = 0;
   for (int i = 0; i < sig.cols; ++i)
-    if (q.col[i]) blocks[nblocks++] = Named{q.col[i], x.cols, xs, sig.col[i], false};
+    if (q.col[i]) blocks[nblocks++] = Named{q.col[i], x.cols, dtype_size(q.col_dtype), sig.col[i], false};
   for (int i = 0; i < sig.row_outs; ++i)
     if (q.row_out[i]) blocks[nblocks++] = Named{q.row_out[i], x.rows, sizeof(float), sig.row_out[i], true};
+  if (q.y_scale) blocks[nblocks++] = Named{q.y_scale, x.rows, sizeof(float), "y_scale", true};
   for (int b = 0; b < nblocks; ++b) {
     const Named& o = blocks[b];
     const Region r = block_of(o.p, o.count, o.size);
-    for (int i = 0; i < sig.outputs; ++i)
+    for (int i = 0; i < q.outputs; ++i)
       if (overlaps(region_of(q.out[i]), r))
         return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + sig.output[i] + " overlaps " + o.name);
     if (!o.output) continue;
-    for (int i = 0; i < sig.inputs; ++i)
+    for (int i = 0; i < q.inputs; ++i)
       if (overlaps(region_of(q.in[i]), r))
         return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + o.name + " overlaps " + sig.input[i]);
     for (int c = 0; c < nblocks; ++c) {

@@ -80,3 +80,28 @@ int onorm_c_log_softmax_backward_check(void) {
   onorm_destroy(ctx);
   return bad;
 }
+
+/* onorm_norm from C: RMSNorm of h = x + residual = (3, -3) (rstd 1/3 with eps 0), weight_offset
+   1 and gamma 0 (scale 1): y = (1, -1), residual_out = (3, -3); a struct_size of 0 is refused. */
+int onorm_c_norm_check(void) {
+  int bad = 0;
+  onorm_context ctx = NULL;
+  if (onorm_create(ONORM_BACKEND_CPU, 0, &ctx) != ONORM_OK) return 1;
+  float x[2] = {1.0f, -1.0f}, r[2] = {2.0f, -2.0f}, h[2] = {0, 0}, y[2] = {0, 0}, gamma[2] = {0, 0};
+  onorm_rows xr = {x, ONORM_F32, 1, 2, 2}, rr = {r, ONORM_F32, 1, 2, 2}, hr = {h, ONORM_F32, 1, 2, 2},
+             yr = {y, ONORM_F32, 1, 2, 2};
+  onorm_norm_args a;
+  onorm_norm_args_init(&a, ONORM_RMS_NORM);
+  a.gamma = gamma;
+  a.param_dtype = ONORM_F32;
+  a.weight_offset = 1.0;
+  a.residual = &rr;
+  a.residual_out = &hr;
+  if (onorm_norm(ctx, &xr, &a, &yr) != ONORM_OK) bad |= 2;
+  if (y[0] != 1.0f || y[1] != -1.0f || h[0] != 3.0f || h[1] != -3.0f) bad |= 4;
+  a.struct_size = 0;
+  y[0] = 7.0f;
+  if (onorm_norm(ctx, &xr, &a, &yr) != ONORM_ERROR_INVALID_ARGUMENT || y[0] != 7.0f) bad |= 8;
+  onorm_destroy(ctx);
+  return bad;
+}

@@ -12,6 +12,7 @@ extern "C" int onorm_c_abi_check(void);
 extern "C" int onorm_c_out_of_range_enums(void);
 extern "C" int onorm_c_softmax_backward_check(void);
 extern "C" int onorm_c_log_softmax_backward_check(void);
+extern "C" int onorm_c_norm_check(void);
 
 namespace onorm_test {
 namespace {
@@ -21,6 +22,7 @@ TEST(CApi, HeaderCompilesAsCAndRuns) { EXPECT_EQ(onorm_c_abi_check(), 0); }
 TEST(CApi, OutOfRangeEnumValuesFromC) { EXPECT_EQ(onorm_c_out_of_range_enums(), 0); }
 TEST(CApi, SoftmaxBackwardFromC) { EXPECT_EQ(onorm_c_softmax_backward_check(), 0); }
 TEST(CApi, LogSoftmaxBackwardFromC) { EXPECT_EQ(onorm_c_log_softmax_backward_check(), 0); }
+TEST(CApi, NormFromC) { EXPECT_EQ(onorm_c_norm_check(), 0); }
 
 static_assert(onorm::dtype_of<float>::value == ONORM_F32, "");
 static_assert(onorm::dtype_of<double>::value == ONORM_F64, "");
@@ -112,6 +114,52 @@ TEST(CppApi, ContextMoveAndRelease) {
   EXPECT_FALSE(onorm::cpu_targets().empty());
   EXPECT_EQ(onorm::device_count(ONORM_BACKEND_CPU), 1);
   EXPECT_EQ(onorm::unavailable_reason(ONORM_BACKEND_CPU), "");
+}
+
+// Context::norm: the residual add into residual_out, a Gemma-style offset, a float32 gamma for
+// bf16 rows and an int8 output with a dynamic scale, against the reference; a bad argument throws.
+TEST(CppApi, NormWithOptions) {
+  onorm::Context ctx(ONORM_BACKEND_CPU);
+  const int64_t rows = 2, cols = 6;
+  std::vector<onorm::bf16> x(rows * cols), r(rows * cols), h(rows * cols);
+  std::vector<float> g(cols), scale(rows), rstd(rows);
+  std::vector<int8_t> q(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    onorm_ref::encode(0.25 * static_cast<double>(i % 7) - 0.5, &x[i], ONORM_BF16, 0);
+    onorm_ref::encode(0.125 * static_cast<double>(i % 5), &r[i], ONORM_BF16, 0);
+  }
+  for (int64_t c = 0; c < cols; ++c) g[c] = 0.1f * static_cast<float>(c) - 0.2f;
+  onorm::NormArgs a;
+  a.kind = ONORM_RMS_NORM;
+  a.gamma = g.data();
+  a.weight_offset = 1.0;
+  a.residual = onorm::Rows(r.data(), rows, cols);
+  a.residual_out = onorm::Rows(h.data(), rows, cols);
+  a.rstd = rstd.data();
+  a.y_scale = scale.data();
+  ctx.norm(onorm::Rows(x.data(), rows, cols), onorm::Rows(q.data(), rows, cols), a);
+
+  onorm_ref::NormSpec spec;
+  spec.layer = false;
+  spec.x = onorm_rows{x.data(), ONORM_BF16, rows, cols, cols};
+  const onorm_rows rr{r.data(), ONORM_BF16, rows, cols, cols};
+  spec.residual = &rr;
+  spec.h_dtype = ONORM_BF16;
+  spec.gamma = g.data();
+  spec.param_dtype = ONORM_F32;
+  spec.weight_offset = 1.0;
+  const onorm_rows qr{q.data(), ONORM_I8, rows, cols, cols}, hr{h.data(), ONORM_BF16, rows, cols, cols};
+  const onorm_ref::Report rep =
+      onorm_ref::check_norm(spec, onorm_ref::compute_norm(spec), qr, scale.data(), 0, nullptr, rstd.data(), &hr);
+  EXPECT_TRUE(rep.ok()) << rep.describe();
+
+  a.y_static_scale = 0.5;  // both scales
+  try {
+    ctx.norm(onorm::Rows(x.data(), rows, cols), onorm::Rows(q.data(), rows, cols), a);
+    ADD_FAILURE() << "no exception";
+  } catch (const onorm::Error& e) {
+    EXPECT_EQ(e.status(), ONORM_ERROR_INVALID_ARGUMENT);
+  }
 }
 
 // A count whose byte size wraps size_t must not allocate the wrapped (tiny) size: upload into

@@ -220,7 +220,8 @@ TEST(Misc, StatusStringsAndNulls) {
   EXPECT_EQ(onorm_dtype_size(ONORM_BF16), 2u);
   EXPECT_EQ(onorm_dtype_size(ONORM_F64), 8u);
   EXPECT_EQ(onorm_dtype_size(ONORM_F8_E4M3), 1u);
-  EXPECT_EQ(onorm_dtype_size(static_cast<onorm_dtype>(5)), 0u);
+  EXPECT_EQ(onorm_dtype_size(ONORM_I8), 1u);
+  EXPECT_EQ(onorm_dtype_size(static_cast<onorm_dtype>(6)), 0u);
   EXPECT_EQ(ONORM_API_VERSION, 1);
 }
 

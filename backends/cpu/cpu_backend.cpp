@@ -21,6 +21,8 @@
 #include "kernels.hpp"
 #include "onlinenorm/core/pairwise.hpp"
 #include "row_coefs.hpp"
+#include "option_rows.hpp"
+#include "request_form.hpp"
 #include "scalar_rows.hpp"
 #include "tune.hpp"
 
@@ -75,7 +77,8 @@ const char* name(void* impl) { return static_cast<CpuContext*>(impl)->name.c_str
 onorm_status set_stream(void*, void*, char*, size_t) { return ONORM_OK; }
 onorm_status synchronize(void*, char*, size_t) { return ONORM_OK; }
 
-int supports_dtype(void*, onorm_dtype dtype, int) {
+int supports_dtype(void*, onorm_dtype dtype, int is_input) {
+  if (!is_input && (dtype == ONORM_I8 || dtype == ONORM_F8_E4M3)) return 1;  // quantized norm outputs
   return dtype == ONORM_F32 || dtype == ONORM_F16 || dtype == ONORM_BF16 || dtype == ONORM_F64;
 }
 
@@ -87,10 +90,16 @@ int threads_for(const onorm_request& q) {
   return q.in[0].rows * q.in[0].cols < kSerialElements ? 1 : omp_get_max_threads();
 }
 
+// Rows spread over threads, each row whole on one: the scalar kernels (plain, or the norms'
+// options).
 void run_scalar(const onorm_request& q, int threads) {
   const int64_t rows = q.in[0].rows;
+  const bool options = !version1_form(q);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (int64_t r = 0; r < rows; ++r) scalar_run_rows(q, r, r + 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (options) option_run_rows(q, r, r + 1);
+    else scalar_run_rows(q, r, r + 1);
+  }
 }
 
 // Fewer rows than threads and long rows: every chunk of every row is a task. Same chunks,
@@ -139,7 +148,8 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
   const onorm_request& q = *request;
   const int threads = threads_for(q);
   try {
-    if (!simd_supports(c.index, q)) {  // f64, f16 without F16C, inputs of mixed dtypes
+    // f64, f16 without F16C, inputs of mixed dtypes; the norms' options.
+    if (!version1_form(q) || !simd_supports(c.index, q)) {
       run_scalar(q, threads);
       return ONORM_OK;
     }

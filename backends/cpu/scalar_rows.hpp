@@ -1,7 +1,7 @@
 // The portable row kernels of the CPU backend: plain C++ generic over the op
 // (core/ops/row_op.hpp) with core::ops::ScalarMath. They serve the dtype combinations the SIMD
-// kernels do not take (f64; f16 without F16C; softmax backward's y and dy of two dtypes) and
-// the float64 fallback of ops that ask for it. Rows are cut into fixed chunks whose states
+// kernels do not take (f64; f16 without F16C; softmax backward's y and dy of two dtypes), the
+// float64 fallback of ops that ask for it, and (option_rows.cpp) the norms' options. Rows are cut into fixed chunks whose states
 // merge pairwise, so accuracy holds at 2^24+ columns and the result does not depend on the
 // thread count.
 #pragma once
@@ -34,12 +34,18 @@ struct ScalarInputs {
     v[0] = load_as<Acc>(x0[c]);
     if constexpr (Op::kInputs > 1) v[1] = load_as<Acc>(x1[c]);
   }
+  // in[0] alone (pass 1).
+  template <typename Acc>
+  Acc first(int64_t c) const {
+    return load_as<Acc>(x0[c]);
+  }
 };
 
 // The op's state of one row in Acc: per fixed chunk the op's pass 1, pivot, pass 2 and state,
-// the chunk states merged in the fixed pairwise tree as they arrive (no allocation).
-template <class Op, typename Acc, typename In0, typename In1>
-typename Op::template State<Acc> scalar_row_state(const ScalarInputs<In0, In1>& x, int64_t cols) {
+// the chunk states merged in the fixed pairwise tree as they arrive (no allocation). X is a
+// row's inputs: at<Op, Acc>(c, v) every input of column c, first<Acc>(c) in[0] alone.
+template <class Op, typename Acc, typename X>
+typename Op::template State<Acc> scalar_row_state(const X& x, int64_t cols) {
   using State = typename Op::template State<Acc>;
   const core::ops::ScalarMath<Acc> m;
   core::PairwiseFold<State> fold;
@@ -49,9 +55,9 @@ typename Op::template State<Acc> scalar_row_state(const ScalarInputs<In0, In1>& 
     Acc r1 = Acc(0);
     if constexpr (Op::kPass1 == core::ops::Pass1::kMax) {
       r1 = core::neg_infinity<Acc>();
-      for (int64_t c = b; c < e; ++c) r1 = core::nan_max(r1, load_as<Acc>(x.x0[c]));
+      for (int64_t c = b; c < e; ++c) r1 = core::nan_max(r1, x.template first<Acc>(c));
     } else if constexpr (Op::kPass1 == core::ops::Pass1::kSum) {
-      for (int64_t c = b; c < e; ++c) r1 += load_as<Acc>(x.x0[c]);
+      for (int64_t c = b; c < e; ++c) r1 += x.template first<Acc>(c);
     }
     const Acc p = Op::pivot(r1, e - b);
     Acc acc[Op::kSums] = {};

@@ -27,6 +27,7 @@
 #include "backend_interface.h"
 #include "onlinenorm/core/ops/dispatch.hpp"
 #include "register_shapes.hpp"
+#include "request_form.hpp"
 #include "row_args.hpp"
 #include "rows_kernel.hpp"
 #include "staged_kernel.hpp"
@@ -280,8 +281,16 @@ onorm_status visit_dtype(int dtype, F&& f, char* err, size_t err_len) {
 
 // f(op, type_tag<In>{}) for a request's op and first input's element type: the unit a backend
 // instantiates per translation unit.
+// Requests beyond the version-1 form (the norms' residual add, weight offset, parameter dtype
+// other than x's) are not built on GPUs yet.
 template <typename F>
 onorm_status visit_request(const onorm_request& q, F&& f, char* err, size_t err_len) {
+  if (!version1_form(q)) {
+    if (err && err_len)
+      std::snprintf(err, err_len, "gpu: the norms' residual add, weight offset and parameter dtype other than "
+                                  "x's are not built for GPUs yet (the CPU backend runs them)");
+    return ONORM_ERROR_UNSUPPORTED;
+  }
   return core::ops::visit(q.op, [&](auto op) {
     return visit_dtype(q.in[0].dtype, [&](auto in) { return f(op, in); }, err, err_len);
   });

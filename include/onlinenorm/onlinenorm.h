@@ -41,7 +41,8 @@ typedef enum onorm_backend ONORM_ENUM_BASE {
 } onorm_backend;
 
 typedef enum onorm_dtype ONORM_ENUM_BASE {
-  ONORM_F32 = 0, ONORM_F16 = 1, ONORM_BF16 = 2, ONORM_F64 = 3, ONORM_F8_E4M3 = 4
+  ONORM_F32 = 0, ONORM_F16 = 1, ONORM_BF16 = 2, ONORM_F64 = 3, ONORM_F8_E4M3 = 4,
+  ONORM_I8 = 5                          /* v2: quantized norm output only */
 } onorm_dtype;
 
 typedef struct onorm_context_t* onorm_context;
@@ -80,6 +81,34 @@ ONORM_API onorm_status onorm_softmax_backward(onorm_context ctx, const onorm_row
 /* dx_j = dy_j - exp(y_j) * sum_k dy_k, y the log-softmax output; dtypes and aliases as above. */
 ONORM_API onorm_status onorm_log_softmax_backward(onorm_context ctx, const onorm_rows* y, const onorm_rows* dy,
                                                   const onorm_rows* dx);
+
+/* Version 2 (docs/API.md, "norms with options"): per row, h = x, or with a residual
+   h_j = round_H(x_j + residual_j) (H: residual_out's dtype when given, else x's), stored in
+   residual_out; LayerNorm or RMSNorm of h with the scale s_j = weight_offset + gamma_j (gamma and
+   beta of param_dtype); y rounded to its dtype, or quantized to ONORM_I8 / ONORM_F8_E4M3 with a
+   per-row dynamic scale (y_scale: max|v| / Q) or a static one (y_static_scale). */
+typedef enum onorm_norm_kind ONORM_ENUM_BASE { ONORM_LAYER_NORM = 0, ONORM_RMS_NORM = 1 } onorm_norm_kind;
+
+typedef struct onorm_norm_args {
+  size_t struct_size;             /* sizeof(onorm_norm_args) as the caller compiled it */
+  onorm_norm_kind kind;
+  const void* gamma;              /* cols elements of param_dtype, NULL: all 1 (scale weight_offset + 1) */
+  const void* beta;               /* cols elements of param_dtype, NULL: all 0; must be NULL for RMSNorm */
+  onorm_dtype param_dtype;        /* dtype of gamma and beta: F32, F16, BF16 (F64 on CPU) */
+  double eps;
+  double weight_offset;           /* the scale is weight_offset + gamma_j (1 for Gemma-style norms) */
+  const onorm_rows* residual;     /* optional: the row normalized is h = x + residual */
+  const onorm_rows* residual_out; /* optional (needs residual): h is stored here */
+  float* mean;                    /* optional, rows floats; LayerNorm only (NULL for RMSNorm) */
+  float* rstd;                    /* optional, rows floats */
+  float* y_scale;                 /* dynamic quantization: rows floats, written */
+  double y_static_scale;          /* static quantization: > 0 and finite */
+} onorm_norm_args;
+
+/* Zeroes *args, sets struct_size and kind (NULL is a no-op). */
+ONORM_API void onorm_norm_args_init(onorm_norm_args* args, onorm_norm_kind kind);
+ONORM_API onorm_status onorm_norm(onorm_context ctx, const onorm_rows* x, const onorm_norm_args* args,
+                                  const onorm_rows* y);
 
 /* Additions beyond the version-1 contract (they change none of it). */
 

@@ -64,6 +64,7 @@ template <> struct dtype_of<float> { static constexpr onorm_dtype value = ONORM_
 template <> struct dtype_of<double> { static constexpr onorm_dtype value = ONORM_F64; };
 template <> struct dtype_of<bf16> { static constexpr onorm_dtype value = ONORM_BF16; };
 template <> struct dtype_of<f16> { static constexpr onorm_dtype value = ONORM_F16; };
+template <> struct dtype_of<int8_t> { static constexpr onorm_dtype value = ONORM_I8; };  // quantized norm output
 template <typename T> struct dtype_of<const T> : dtype_of<T> {};
 
 inline std::size_t dtype_size(onorm_dtype dtype) { return onorm_dtype_size(dtype); }
@@ -112,6 +113,42 @@ class Rows {
 
  private:
   onorm_rows r_;
+};
+
+// ---- norms with options (onorm_norm) -------------------------------------------------------
+
+// The options of Context::norm, typed: the C struct's fields with their defaults (LayerNorm,
+// eps 1e-5, nothing else). Row tensors are Rows views; an empty view (no data) is "not given".
+struct NormArgs {
+  onorm_norm_kind kind = ONORM_LAYER_NORM;
+  const void* gamma = nullptr;           // cols elements of param_dtype, or NULL (1)
+  const void* beta = nullptr;            // LayerNorm only, or NULL (0)
+  onorm_dtype param_dtype = ONORM_F32;   // ignored when gamma and beta are NULL
+  double eps = 1e-5;
+  double weight_offset = 0;              // the scale is weight_offset + gamma_j
+  Rows residual;                         // h = x + residual
+  Rows residual_out;                     // receives h (needs residual)
+  float* mean = nullptr;                 // LayerNorm only
+  float* rstd = nullptr;
+  float* y_scale = nullptr;              // quantized y, dynamic: rows floats
+  double y_static_scale = 0;             // quantized y, static: > 0
+  // The C struct; the row tensors it points at live in this object.
+  onorm_norm_args c_args() const {
+    onorm_norm_args a;
+    onorm_norm_args_init(&a, kind);
+    a.gamma = gamma;
+    a.beta = beta;
+    a.param_dtype = param_dtype;
+    a.eps = eps;
+    a.weight_offset = weight_offset;
+    a.residual = residual.data() ? residual.get() : nullptr;
+    a.residual_out = residual_out.data() ? residual_out.get() : nullptr;
+    a.mean = mean;
+    a.rstd = rstd;
+    a.y_scale = y_scale;
+    a.y_static_scale = y_static_scale;
+    return a;
+  }
 };
 
 // ---- backends -------------------------------------------------------------------------------
@@ -190,6 +227,12 @@ class Context {
   void rms_norm(const Rows& x, const Rows& y, const void* gamma = nullptr, double eps = 1e-6,
                 float* rstd = nullptr) {
     check(onorm_rms_norm(ctx_, x.get(), gamma, eps, y.get(), rstd));
+  }
+  // LayerNorm or RMSNorm with options (residual add, weight offset, parameter dtype, quantized
+  // y): onorm_norm.
+  void norm(const Rows& x, const Rows& y, const NormArgs& args) {
+    const onorm_norm_args a = args.c_args();
+    check(onorm_norm(ctx_, x.get(), &a, y.get()));
   }
   // dx_j = y_j * (dy_j - sum_k y_k dy_k) from the forward output y; dx may be y or dy exactly.
   void softmax_backward(const Rows& y, const Rows& dy, const Rows& dx) {

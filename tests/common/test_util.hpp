@@ -39,6 +39,7 @@ inline const char* dtype_name(onorm_dtype d) {
     case ONORM_BF16: return "bf16";
     case ONORM_F64: return "f64";
     case ONORM_F8_E4M3: return "f8";
+    case ONORM_I8: return "i8";
   }
   return "bad";
 }

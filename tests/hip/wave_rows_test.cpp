@@ -169,6 +169,7 @@ void run_case(const Case& c, std::mt19937_64& rng) {
   const bool norm = c.op == Op::layer_norm || c.op == Op::rms_norm;
   q.col[0] = norm ? gamma : nullptr;
   q.col[1] = c.op == Op::layer_norm ? beta : nullptr;
+  q.col_dtype = c.in;
   q.param[0] = 1e-5;
   set_mean(q, c.op == Op::layer_norm && !mean.empty() ? mean.data() : nullptr);
   set_rstd(q, norm && !rstd.empty() ? rstd.data() : nullptr);
@@ -322,6 +323,7 @@ void run_huge(Op op, onorm_dtype dt, int64_t cols, bool padded, std::mt19937_64&
     q.out[0] = onorm_rows{o.y, dt, rows, cols, ys};
     q.col[0] = gamma;
     q.col[1] = op == Op::layer_norm ? beta : nullptr;
+    q.col_dtype = dt;
     q.param[0] = 1e-5;
     set_mean(q, op == Op::layer_norm ? o.mean.data() : nullptr);
     set_rstd(q, o.rstd.data());
@@ -457,6 +459,7 @@ void run_staged_huge(onorm_dtype dt, int64_t cols, std::mt19937_64& rng) {
   q.out[0] = onorm_rows{y, dt, rows, cols, cols};
   q.col[0] = gamma;
   q.col[1] = op == Op::layer_norm ? beta : nullptr;
+  q.col_dtype = dt;
   q.param[0] = 1e-5;
   set_mean(q, op == Op::layer_norm ? mean.data() : nullptr);
   set_rstd(q, rstd.data());
@@ -570,6 +573,7 @@ void run_hard(Op op, onorm_dtype dt, int64_t cols, int set, bool staged, std::mt
   q.op = to_op(op);
   q.col[0] = gamma;
   q.col[1] = ln ? beta : nullptr;
+  q.col_dtype = dt;
   q.param[0] = hard_eps(set);
   struct Out {
     std::vector<unsigned char> ybuf;

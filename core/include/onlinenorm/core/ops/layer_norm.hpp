@@ -13,7 +13,8 @@ namespace ops {
 
 struct LayerNorm : NormOpDefaults {
   static constexpr Signature kSignature{
-      1, {"x"}, 1, {"y"}, 2, {"gamma", "beta"}, 2, {"mean", "rstd"}, 1, {"eps"}, {ParamRule::kNonNegative}};
+      1, {"x", "residual"}, 1, {"y", "residual_out"}, 2, {"gamma", "beta"}, 2, {"mean", "rstd"},
+      1, {"eps"}, {ParamRule::kNonNegative}, true, {1u, 3u}, true};
   static constexpr int kSums = 2;  // sum(x - p), sum((x - p)^2)
   static constexpr int kCols = 2;  // gamma (default 1), beta (default 0)
   static constexpr Pass1 kPass1 = Pass1::kSum;

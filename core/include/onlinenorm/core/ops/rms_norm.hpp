@@ -13,7 +13,8 @@ namespace ops {
 
 struct RmsNorm : NormOpDefaults {
   static constexpr Signature kSignature{
-      1, {"x"}, 1, {"y"}, 1, {"gamma"}, 1, {"rstd"}, 1, {"eps"}, {ParamRule::kNonNegative}};
+      1, {"x", "residual"}, 1, {"y", "residual_out"}, 1, {"gamma"}, 1, {"rstd"},
+      1, {"eps"}, {ParamRule::kNonNegative}, true, {1u, 3u}, true};
   static constexpr int kCols = 1;  // gamma (default 1); sums: one, sum(x^2)
   template <typename T>
   using State = SumSq<T>;

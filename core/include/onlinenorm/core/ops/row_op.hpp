@@ -41,12 +41,13 @@ enum class ParamRule { kNonNegative };  // >= 0 and not NaN (eps)
 
 // The tensors and parameters of an op, by slot of the backend request (src/backend_interface.h):
 // in[] row tensors read, out[] row tensors written, col[] column vectors read (cols elements
-// of in[0]'s dtype, NULL allowed), row_out[] per-row floats written (NULL allowed), param[].
+// of the request's col_dtype, NULL allowed), row_out[] per-row floats written (NULL allowed),
+// param[].
 struct Signature {
   int inputs;
   const char* input[2];
   int outputs;
-  const char* output[1];
+  const char* output[2];
   int cols;
   const char* col[2];
   int row_outs;
@@ -54,6 +55,14 @@ struct Signature {
   int params;
   const char* param[1];
   ParamRule param_rule[1];
+  // The norms' residual add (API.md, "norms with options"): an optional row tensor in[inputs]
+  // (input[inputs]) added to x before the op, h = round_H(x + residual), and an optional
+  // out[outputs] (output[outputs]) that receives h. The placements do the add (kResidual).
+  bool residual = false;
+  // Bit i of alias[o]: out[o] may alias in[i] exactly (same data, stride and dtype size).
+  unsigned alias[2] = {~0u, ~0u};
+  // out[0] may be ONORM_I8 / ONORM_F8_E4M3, quantized with a per-row or static scale.
+  bool quantized_output = false;
 };
 
 // What most ops share: an op derives from it and declares only what differs (a declaration in

@@ -1,0 +1,126 @@
+#include "option_rows.hpp"
+
+#include "onlinenorm/core/quantize.hpp"
+#include "request_form.hpp"
+#include "scalar_rows.hpp"
+#include "validate.hpp"
+
+namespace onorm {
+namespace cpu {
+namespace {
+
+double load_at(const void* p, onorm_dtype t, int64_t i) {
+  double v = 0;
+  with_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    v = static_cast<double>(core::element<T>::load(static_cast<const T*>(p)[i]));
+  });
+  return v;
+}
+
+// Stores v (a value of one of the float dtypes) rounded once to t.
+void store_at(void* p, onorm_dtype t, int64_t i, double v) {
+  with_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    static_cast<T*>(p)[i] = core::store_from_double<T>(v);
+  });
+}
+
+double round_to(onorm_dtype t, double v) {
+  double r = v;
+  with_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    r = static_cast<double>(core::element<T>::load(core::store_from_double<T>(v)));
+  });
+  return r;
+}
+
+// One row's h: x, or round_H(x + residual) with the add in float (in double when x or the
+// residual is f64), H the dtype of residual_out (else x's).
+struct OptionRow {
+  const void* x;
+  onorm_dtype xt;
+  const void* r;  // nullptr: no residual
+  onorm_dtype rt;
+  onorm_dtype ht;
+  double h(int64_t j) const {
+    const double a = load_at(x, xt, j);
+    if (!r) return a;
+    const double b = load_at(r, rt, j);
+    const bool wide = xt == ONORM_F64 || rt == ONORM_F64;
+    return round_to(ht, wide ? a + b : static_cast<double>(static_cast<float>(a) + static_cast<float>(b)));
+  }
+  template <class Op, typename Acc>
+  void at(int64_t c, Acc* v) const {
+    v[0] = h(c);
+  }
+  template <typename Acc>
+  Acc first(int64_t c) const {
+    return h(c);
+  }
+};
+
+// Row r of a row tensor.
+const void* row_of(const onorm_rows& t, int64_t r) {
+  return static_cast<const char*>(t.data) + r * t.row_stride * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
+template <class Op>
+void run_op(const onorm_request& q, int64_t r0, int64_t r1) {
+  static_assert(Op::kInputs == 1, "the options are the norms': one input besides the residual");
+  const core::ops::ScalarMath<double> m;
+  const auto params = Op::params(q.param);
+  const int64_t cols = q.in[0].cols;
+  const bool residual = has_residual(q), residual_out = q.outputs > 1;
+  const onorm_dtype yt = q.out[0].dtype;
+  const bool quantized = is_quantized(yt);
+  const double q_max = yt == ONORM_I8 ? core::kI8Max : core::kE4M3Max;
+  constexpr int NC = Op::kCols > 0 ? Op::kCols : 1;
+  for (int64_t r = r0; r < r1; ++r) {
+    const OptionRow x{row_of(q.in[0], r), q.in[0].dtype, residual ? row_of(q.in[1], r) : nullptr,
+                      residual ? q.in[1].dtype : q.in[0].dtype, residual_out ? q.out[1].dtype : q.in[0].dtype};
+    bool ok = true;  // the statistics are double already
+    const auto c = Op::coefs(scalar_row_state<Op, double>(x, cols), params, ok);
+    Op::write_row_outputs(c, q.row_out, r);
+    auto v_at = [&](int64_t j, double& h) {
+      h = x.h(j);
+      double cv[NC];
+      for (int k = 0; k < Op::kCols; ++k) {
+        cv[k] = q.col[k] ? load_at(q.col[k], q.col_dtype, j) : static_cast<double>(Op::col_default(k));
+        if (q.col_offset[k] != 0.0) cv[k] += q.col_offset[k];
+      }
+      return Op::finish(m, c, &h, cv);
+    };
+    double scale = q.y_static_scale;
+    if (quantized && q.y_scale) {
+      double max_abs = 0, h = 0;
+      for (int64_t j = 0; j < cols; ++j) max_abs = core::nan_max_abs(max_abs, v_at(j, h));
+      const float s = static_cast<float>(core::quant_scale(max_abs, q_max));
+      q.y_scale[r] = s;
+      scale = s;
+    }
+    // Every element is read before it is written: y may alias x, residual_out x or the residual.
+    void* y = const_cast<void*>(row_of(q.out[0], r));
+    void* hout = residual_out ? const_cast<void*>(row_of(q.out[1], r)) : nullptr;
+    for (int64_t j = 0; j < cols; ++j) {
+      double h = 0;
+      const double v = v_at(j, h);
+      if (yt == ONORM_I8) static_cast<int8_t*>(y)[j] = core::quantize_i8(static_cast<float>(v / scale));
+      else if (yt == ONORM_F8_E4M3) static_cast<uint8_t*>(y)[j] = core::quantize_e4m3(static_cast<float>(v / scale));
+      else store_at(y, yt, j, v);
+      if (hout) store_at(hout, q.out[1].dtype, j, h);
+    }
+  }
+}
+
+}  // namespace
+
+void option_run_rows(const onorm_request& q, int64_t r0, int64_t r1) {
+  core::ops::visit(q.op, [&](auto op) {
+    using Op = decltype(op);
+    if constexpr (Op::kSignature.residual || Op::kSignature.quantized_output) run_op<Op>(q, r0, r1);
+  });
+}
+
+}  // namespace cpu
+}  // namespace onorm
