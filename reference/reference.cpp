@@ -354,16 +354,6 @@ Report check_norm(const NormSpec& sp, const NormResult& ref, const onorm_rows& y
   } else {
     rep = check(op, ref.norm, onorm_rows{nullptr, ONORM_F32, 0, 0, 0}, nullptr, ONORM_F64, mean, rstd);
   }
-  auto violation = [&](const char* what, int64_t i, int64_t c, double got, double want) {
-    if (rep.violations == 0) {
-      rep.first_row = i;
-      rep.first_col = c;
-      rep.first_got = got;
-      rep.first_want = want;
-      rep.first_what = what;
-    }
-    ++rep.violations;
-  };
   const int64_t cols = ref.norm.cols;
   for (int64_t i = 0; i < ref.norm.rows; ++i) {
     const double* v = ref.norm.y.data() + i * cols;
@@ -380,14 +370,14 @@ Report check_norm(const NormSpec& sp, const NormResult& ref, const onorm_rows& y
         const double got = y_scale[i];
         ++rep.checked;
         const bool good = std::isnan(want) ? std::isnan(got) : std::fabs(got - want) <= 1e-5 * want;
-        if (!good) violation("y_scale", i, 0, got, want);
+        if (!good) rep.violation("y_scale", i, 0, got, want);
         scale = got;
       }
       for (int64_t c = 0; c < cols; ++c) {
         const double got = decode(y.data, y.dtype, i * y.row_stride + c);
         const double want = quantize(v[c] / scale, y.dtype);
         ++rep.checked;
-        if (!on_grid_near(got, want, y.dtype)) violation("y", i, c, got, want);
+        if (!on_grid_near(got, want, y.dtype)) rep.violation("y", i, c, got, want);
       }
     }
     if (residual_out) {
@@ -396,7 +386,7 @@ Report check_norm(const NormSpec& sp, const NormResult& ref, const onorm_rows& y
         const double want = ref.h[i * cols + c];
         ++rep.checked;
         const bool same = std::isnan(want) ? std::isnan(got) : got == want;
-        if (!same) violation("residual_out", i, c, got, want);
+        if (!same) rep.violation("residual_out", i, c, got, want);
       }
     }
   }
@@ -425,6 +415,17 @@ double bound(Op op, onorm_dtype out, double ref, double row_mean, double row_rst
   }
   if (out == ONORM_F16 || out == ONORM_BF16) b += ulp(ref, out);
   return b;
+}
+
+void Report::violation(const char* what, int64_t row, int64_t col, double got, double want) {
+  if (violations == 0) {
+    first_row = row;
+    first_col = col;
+    first_got = got;
+    first_want = want;
+    first_what = what;
+  }
+  ++violations;
 }
 
 std::string Report::describe() const {
@@ -460,16 +461,7 @@ Report check(Op op, const Result& ref, const onorm_rows& y, const void* gamma, o
         rep.max_ulp = std::max(rep.max_ulp, err / ulp(want, dt));
       }
     }
-    if (!good) {
-      if (rep.violations == 0) {
-        rep.first_row = i;
-        rep.first_col = c;
-        rep.first_got = got;
-        rep.first_want = want;
-        rep.first_what = what;
-      }
-      ++rep.violations;
-    }
+    if (!good) rep.violation(what, i, c, got, want);
   };
   for (int64_t i = 0; i < ref.rows; ++i) {
     const double row_mean = ref.mean.empty() ? 0.0 : ref.mean[i];

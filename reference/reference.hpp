@@ -71,6 +71,8 @@ struct Report {
   std::string first_what;  // "y", "mean" or "rstd"
   bool ok() const { return violations == 0; }
   std::string describe() const;
+  // Counts a violation; the first one is kept for describe().
+  void violation(const char* what, int64_t row, int64_t col, double got, double want);
 };
 // Checks y (and mean / rstd) against the reference with the contract's bounds. An element of y
 // equal to the reference rounded to y's dtype is always accepted: no output can be closer.

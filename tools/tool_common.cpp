@@ -34,6 +34,7 @@ const char* dtype_name(onorm_dtype d) {
     case ONORM_BF16: return "bf16";
     case ONORM_F64: return "f64";
     case ONORM_F8_E4M3: return "f8_e4m3";
+    case ONORM_I8: return "i8";
   }
   return "?";
 }
@@ -43,7 +44,7 @@ size_t dtype_size(onorm_dtype d) {
     case ONORM_F32: return 4;
     case ONORM_F16: case ONORM_BF16: return 2;
     case ONORM_F64: return 8;
-    case ONORM_F8_E4M3: return 1;
+    case ONORM_F8_E4M3: case ONORM_I8: return 1;
   }
   return 0;
 }

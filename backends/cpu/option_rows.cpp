@@ -9,21 +9,16 @@ namespace onorm {
 namespace cpu {
 namespace {
 
+// Element i of a row of run-time dtype t (any address: scalar_rows.hpp's load_as, store_as).
 double load_at(const void* p, onorm_dtype t, int64_t i) {
   double v = 0;
-  with_dtype(t, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    v = static_cast<double>(core::element<T>::load(static_cast<const T*>(p)[i]));
-  });
+  with_dtype(t, [&](auto tag) { v = load_as<double>(static_cast<const typename decltype(tag)::type*>(p), i); });
   return v;
 }
 
 // Stores v (a value of one of the float dtypes) rounded once to t.
 void store_at(void* p, onorm_dtype t, int64_t i, double v) {
-  with_dtype(t, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    static_cast<T*>(p)[i] = core::store_from_double<T>(v);
-  });
+  with_dtype(t, [&](auto tag) { store_as(static_cast<typename decltype(tag)::type*>(p), i, v); });
 }
 
 double round_to(onorm_dtype t, double v) {

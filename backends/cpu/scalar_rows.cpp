@@ -38,8 +38,8 @@ void run_typed(const onorm_request& q, int64_t r0, int64_t r1) {
     Acc cv[Op::kCols > 0 ? Op::kCols : 1];
     for (int64_t j = 0; j < cols; ++j) {
       x.template at<Op, Acc>(j, v);
-      for (int k = 0; k < Op::kCols; ++k) cv[k] = col[k] ? load_as<Acc>(col[k][j]) : static_cast<Acc>(Op::col_default(k));
-      y[j] = core::store_from_double<Out>(static_cast<double>(Op::finish(m, c, v, cv)));
+      for (int k = 0; k < Op::kCols; ++k) cv[k] = col[k] ? load_as<Acc>(col[k], j) : static_cast<Acc>(Op::col_default(k));
+      store_as(y, j, static_cast<double>(Op::finish(m, c, v, cv)));
     }
   }
 }

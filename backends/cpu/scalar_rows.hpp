@@ -6,6 +6,7 @@
 // thread count.
 #pragma once
 
+#include <cstring>
 #include <type_traits>
 
 #include "backend_interface.h"
@@ -19,9 +20,18 @@ namespace cpu {
 // Short chunks: plain sums over 256 elements stay well inside the accuracy bounds.
 constexpr int64_t kScalarChunk = 256;
 
+// Element i of p as Acc, and a store of v to it. Through memcpy: the API takes rows at any
+// address, so an f64 element need not be 8-byte aligned.
 template <typename Acc, typename In>
-inline Acc load_as(const In& v) {
+inline Acc load_as(const In* p, int64_t i) {
+  In v;
+  std::memcpy(&v, reinterpret_cast<const char*>(p) + i * static_cast<int64_t>(sizeof(In)), sizeof(In));
   return static_cast<Acc>(core::element<In>::load(v));
+}
+template <typename Out>
+inline void store_as(Out* p, int64_t i, double v) {
+  const Out e = core::store_from_double<Out>(v);
+  std::memcpy(reinterpret_cast<char*>(p) + i * static_cast<int64_t>(sizeof(Out)), &e, sizeof(Out));
 }
 
 // The row tensors an op reads, of one row: in[0] of In0 and (two-input ops) in[1] of In1.
@@ -31,13 +41,13 @@ struct ScalarInputs {
   const In1* x1;
   template <class Op, typename Acc>
   void at(int64_t c, Acc* v) const {
-    v[0] = load_as<Acc>(x0[c]);
-    if constexpr (Op::kInputs > 1) v[1] = load_as<Acc>(x1[c]);
+    v[0] = load_as<Acc>(x0, c);
+    if constexpr (Op::kInputs > 1) v[1] = load_as<Acc>(x1, c);
   }
   // in[0] alone (pass 1).
   template <typename Acc>
   Acc first(int64_t c) const {
-    return load_as<Acc>(x0[c]);
+    return load_as<Acc>(x0, c);
   }
 };
 
