@@ -1,6 +1,7 @@
 #include "option_rows.hpp"
 
 #include "onlinenorm/core/quantize.hpp"
+#include "onlinenorm/core/residual.hpp"
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
 #include "validate.hpp"
@@ -21,17 +22,8 @@ void store_at(void* p, onorm_dtype t, int64_t i, double v) {
   with_dtype(t, [&](auto tag) { store_as(static_cast<typename decltype(tag)::type*>(p), i, v); });
 }
 
-double round_to(onorm_dtype t, double v) {
-  double r = v;
-  with_dtype(t, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    r = static_cast<double>(core::element<T>::load(core::store_from_double<T>(v)));
-  });
-  return r;
-}
-
-// One row's h: x, or round_H(x + residual) with the add in float (in double when x or the
-// residual is f64), H the dtype of residual_out (else x's).
+// One row's h: x, or core::residual_add of x and the residual, H the dtype of residual_out
+// (else x's).
 struct OptionRow {
   const void* x;
   onorm_dtype xt;
@@ -42,8 +34,11 @@ struct OptionRow {
     const double a = load_at(x, xt, j);
     if (!r) return a;
     const double b = load_at(r, rt, j);
-    const bool wide = xt == ONORM_F64 || rt == ONORM_F64;
-    return round_to(ht, wide ? a + b : static_cast<double>(static_cast<float>(a) + static_cast<float>(b)));
+    double h = a;
+    with_dtype(ht, [&](auto tag) {
+      h = core::residual_add<typename decltype(tag)::type>(a, b, xt == ONORM_F64 || rt == ONORM_F64);
+    });
+    return h;
   }
   template <class Op, typename Acc>
   void at(int64_t c, Acc* v) const {
