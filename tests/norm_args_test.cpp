@@ -46,11 +46,14 @@ struct NormCall {
     mean = Tensor(ctx, ONORM_F32, 1, p.rows);
     rstd = Tensor(ctx, ONORM_F32, 1, p.rows);
     scale = Tensor(ctx, ONORM_F32, 1, p.rows);
-    // Rows: ordinary ones at an offset; row 1 all zero; row 2 with a NaN (from 3 rows up).
+    // Rows: ordinary ones at an offset; row 1 all zero; row 2 with a NaN (from 3 rows up); row 3
+    // with an inf; row 4 at 1e4 + N(0,1) with outliers at every 256-column chunk start.
     const double centre = std::uniform_real_distribution<double>(-50, 50)(rng);
     auto gen = [&](int64_t row, int64_t c) {
       if (p.rows >= 3 && row == 1) return 0.0;
       if (p.rows >= 3 && row == 2 && c == p.cols / 2) return kNaN;
+      if (p.rows >= 4 && row == 3 && c == p.cols / 3) return std::numeric_limits<double>::infinity();
+      if (p.rows >= 5 && row == 4) return c % 256 == 0 ? 3e4 : cheap_normal(rng, 1e4, 1.0);
       return cheap_normal(rng, centre, 3.0);
     };
     x.fill(gen);
@@ -97,7 +100,7 @@ struct NormCall {
     for (Tensor* t : {&y, &ro, &mean, &rstd, &scale}) t->download();
     return st;
   }
-  void check(const Problem& p) {
+  void check(onorm_context ctx, const Problem& p) {
     const onorm_rows rh = r.host_rows();
     spec.residual = p.residual >= 0 ? &rh : nullptr;
     const onorm_ref::NormResult ref = onorm_ref::compute_norm(spec);
@@ -108,8 +111,16 @@ struct NormCall {
         p.residual_out >= 0 ? &roh : nullptr);
     EXPECT_TRUE(rep.ok()) << rep.describe();
     EXPECT_TRUE(y.outside_untouched("y"));
-    if (p.yt != ONORM_I8) {  // i8: every byte value is a q
+    if (!quantized(p.yt)) {
       EXPECT_TRUE(y.all_written("y"));
+    } else {
+      // Every byte value is a quantized value (i8), or the poison is one (-NaN in E4M3): run
+      // again over zeros; an element left unwritten differs between the runs.
+      const std::vector<unsigned char> first = y.image();
+      for (int64_t i = 0; i < p.rows; ++i) std::memset(static_cast<char*>(y.host()) + i * y.stride(), 0, p.cols);
+      y.upload();
+      ASSERT_EQ(call(ctx, p), ONORM_OK) << onorm_last_error();
+      EXPECT_TRUE(y.same_image(first, "y over zeros against y over the poison"));
     }
     if (p.residual_out >= 0) {
       EXPECT_TRUE(ro.outside_untouched("residual_out"));
@@ -212,7 +223,60 @@ TEST_P(NormArgs, OptionsAgainstTheReference) {
       continue;
     }
     ASSERT_EQ(st, ONORM_OK) << onorm_last_error();
-    run.check(p);
+    run.check(ctx, p);
+  }
+}
+
+// Batch invariance (API.md): every row's outputs (y, residual_out, y_scale, mean, rstd) are the
+// same bits alone as in the batch.
+TEST_P(NormArgs, RowsAloneEqualRowsInTheBatch) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  for (onorm_dtype yt : {ONORM_BF16, ONORM_F8_E4M3}) {
+    Problem p;
+    p.layer = yt == ONORM_BF16;
+    p.rows = 7;
+    p.cols = 3000;
+    p.xt = p.pt = ONORM_BF16;
+    p.yt = yt;
+    p.residual = ONORM_F32;
+    p.residual_out = ONORM_BF16;
+    p.offset = 1.0;
+    SCOPED_TRACE(describe(p));
+    NormCall batch(ctx, p, rng);
+    const onorm_status st = batch.call(ctx, p);
+    if (st == ONORM_ERROR_UNSUPPORTED && is_gpu(GetParam())) GTEST_SKIP() << onorm_last_error();
+    ASSERT_EQ(st, ONORM_OK) << onorm_last_error();
+    const size_t ys = onorm_dtype_size(p.yt), hs = onorm_dtype_size(ONORM_BF16);
+    for (int64_t r = 0; r < p.rows; ++r) {
+      // Row r alone: views of row r of the batch's inputs, fresh outputs.
+      Tensor y(ctx, p.yt, 1, p.cols), h(ctx, ONORM_BF16, 1, p.cols), m(ctx, ONORM_F32, 1, 1), sd(ctx, ONORM_F32, 1, 1),
+          sc(ctx, ONORM_F32, 1, 1);
+      onorm_rows x1 = batch.x.dev_rows(), r1 = batch.r.dev_rows(), y1 = y.dev_rows(), h1 = h.dev_rows();
+      x1.data = static_cast<char*>(x1.data) + r * x1.row_stride * 2;
+      r1.data = static_cast<char*>(r1.data) + r * r1.row_stride * 4;
+      x1.rows = r1.rows = 1;
+      onorm_norm_args a = batch.args;
+      a.residual = &r1;
+      a.residual_out = &h1;
+      a.mean = a.mean ? m.dev_f32() : nullptr;
+      a.rstd = sd.dev_f32();
+      a.y_scale = a.y_scale ? sc.dev_f32() : nullptr;
+      ASSERT_EQ(onorm_norm(ctx, &x1, &a, &y1), ONORM_OK) << onorm_last_error();
+      ASSERT_EQ(onorm_synchronize(ctx), ONORM_OK);
+      for (Tensor* t : {&y, &h, &m, &sd, &sc}) t->download();
+      EXPECT_EQ(std::memcmp(y.host(), static_cast<const char*>(batch.y.host()) + r * batch.y.stride() * ys, p.cols * ys), 0)
+          << "y of row " << r;
+      EXPECT_EQ(std::memcmp(h.host(), static_cast<const char*>(batch.ro.host()) + r * batch.ro.stride() * hs, p.cols * hs), 0)
+          << "residual_out of row " << r;
+      EXPECT_EQ(std::memcmp(sd.host(), batch.rstd.host_f32() + r, 4), 0) << "rstd of row " << r;
+      if (a.mean) {
+        EXPECT_EQ(std::memcmp(m.host(), batch.mean.host_f32() + r, 4), 0) << "mean of row " << r;
+      }
+      if (a.y_scale) {
+        EXPECT_EQ(std::memcmp(sc.host(), batch.scale.host_f32() + r, 4), 0) << "y_scale of row " << r;
+      }
+    }
   }
 }
 
