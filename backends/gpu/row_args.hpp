@@ -59,7 +59,9 @@ struct SplitArgs {
   const void* final_states;  // two-read finish: one merged state per batch row
   const void* row_coefs;     // two-read finish of ops with a float64 fallback: coefficients per batch row
   int prefetch_cols;         // cluster: prefetch the column vectors to L1 before the merge
+  float col_offset0;         // two-read finish of other columns (kModeFinishF32, ...): added to column 0
 };
+static_assert(sizeof(SplitArgs) == 80, "SplitArgs: the offset in the padding (a larger struct costs registers)");
 
 inline int64_t dtype_size(int dtype) { return dtype == kF32 ? 4 : 2; }
 

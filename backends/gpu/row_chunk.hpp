@@ -151,15 +151,23 @@ ONORM_DEV ChunkStats<typename R::Op> chunk_passes(float (&v)[R::Op::kInputs][ITE
   return cs;
 }
 
-// The VEC values of column vector q at item c (Op::col_default where the request gave none).
-template <typename R, int VEC>
-ONORM_DEV void load_col(const RowArgs& a, int q, int64_t col0, int c, int n, float* o) {
-  const auto* col = static_cast<const typename R::In*>(a.col[q]);
+// The VEC values of column vector q at item c (Op::col_default where the request gave none):
+// of element type Col (x's for the version-1 columns), plus `offset` on column 0 (kOffset:
+// weight_offset).
+template <typename R, int VEC, typename Col = typename R::In, bool kOffset = false>
+ONORM_DEV void load_col(const RowArgs& a, int q, int64_t col0, int c, int n, float* o, float offset = 0.0f) {
+  const auto* col = static_cast<const Col*>(a.col[q]);
   if (col) {
-    load_one_item<typename R::In, VEC>(col + col0, c, n, a.col_vec != 0, 0.0f, o);
+    load_one_item<Col, VEC>(col + col0, c, n, a.col_vec != 0, 0.0f, o);
   } else {
 #pragma unroll
     for (int j = 0; j < VEC; ++j) o[j] = R::Op::col_default(q);
+  }
+  if constexpr (kOffset) {
+    if (q == 0) {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) o[j] += offset;
+    }
   }
 }
 
@@ -177,9 +185,11 @@ ONORM_DEV void load_col_items(const RowArgs& a, int q, int64_t col0, int n, int 
 
 // The finish of a thread's items with the chunk's coefficients (Op::finish, or finish_kept
 // on pass 2's kept values), into v[0].
-template <typename R, int ITEMS, int STRIDE>
+// Col, kOffset, offset: the column vectors' element type and column 0's offset (load_col).
+template <typename R, int ITEMS, int STRIDE, typename Col = typename R::In, bool kOffset = false>
 ONORM_DEV void finish_items(const RowArgs& a, int64_t col0, int n, int lane,
-                            float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& cf) {
+                            float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& cf,
+                            float offset = 0.0f) {
   using Op = typename R::Op;
   constexpr int VEC = R::kVec, NI = Op::kInputs, NC = Op::kCols > 0 ? Op::kCols : 1;
   const GpuMath m;
@@ -188,7 +198,7 @@ ONORM_DEV void finish_items(const RowArgs& a, int64_t col0, int n, int lane,
     const int c = (lane + i * STRIDE) * VEC;
     float cv[NC][VEC];
 #pragma unroll
-    for (int q = 0; q < Op::kCols; ++q) load_col<R, VEC>(a, q, col0, c, n, cv[q]);
+    for (int q = 0; q < Op::kCols; ++q) load_col<R, VEC, Col, kOffset>(a, q, col0, c, n, cv[q], offset);
 #pragma unroll
     for (int j = 0; j < VEC; ++j) {
       float cols[NC];

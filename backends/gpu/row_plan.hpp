@@ -1,6 +1,7 @@
 // The GPU planner, shared by CUDA and HIP: which placement runs a request, with which shape.
 // The placements, in order; the first that accepts the row (op, dtypes, width, device
-// capabilities) runs it:
+// capabilities) runs it (column vectors other than x's dtype without offset, param_dtype and
+// weight_offset, run two-read only: Columns):
 //   cluster     rows split over a thread-block cluster, slices in registers (capability
 //               `cluster`: CUDA sm_90+; the launcher has kClusters);
 //   registers   a group of lanes, or a block, per row, the row in registers
@@ -208,8 +209,30 @@ struct SplitShape {
   static constexpr int64_t kChunk = int64_t(kSplitBlock) * kItems * R::kVec;
 };
 
+// The column vectors of a request as the two-read finish takes them: its mode (kModeFinish for
+// the version-1 columns) and column 0's offset.
+struct Columns {
+  int finish_mode = kModeFinish;
+  float offset = 0.0f;
+};
+
+// The finish launch of a batch in the columns' mode (every mode instantiated for ops with
+// column vectors only).
+template <typename R, int W, int ITEMS, typename L>
+onorm_status launch_finish(L& l, const Columns& cols, unsigned gx, unsigned gy, const RowArgs& a, const SplitArgs& s) {
+  if constexpr (R::Op::kCols > 0) {
+    switch (cols.finish_mode) {
+      case kModeFinishF32: return l.template split<R, W, ITEMS, kSplitBlock, kModeFinishF32>(gx, gy, a, s);
+      case kModeFinishF16: return l.template split<R, W, ITEMS, kSplitBlock, kModeFinishF16>(gx, gy, a, s);
+      case kModeFinishBF16: return l.template split<R, W, ITEMS, kSplitBlock, kModeFinishBF16>(gx, gy, a, s);
+      default: break;
+    }
+  }
+  return l.template split<R, W, ITEMS, kSplitBlock, kModeFinish>(gx, gy, a, s);
+}
+
 template <typename R, int W, typename L>
-onorm_status place_two_read(const RowArgs& a, L& l) {
+onorm_status place_two_read(const RowArgs& a, L& l, const Columns& cols) {
   using Op = typename R::Op;
   using S = typename Op::Merged;
   using Shape = SplitShape<R>;
@@ -233,6 +256,7 @@ onorm_status place_two_read(const RowArgs& a, L& l) {
     s.chunks = K;
     s.row0 = r0;
     s.entries = b0;
+    s.col_offset0 = cols.offset;
     const unsigned gx = static_cast<unsigned>(K), gy = static_cast<unsigned>(nb);
     if (onorm_status e = l.template split<R, W, kItems, kSplitBlock, kModeStats>(gx, gy, a, s)) return e;
     char* in = b0;
@@ -247,18 +271,29 @@ onorm_status place_two_read(const RowArgs& a, L& l) {
       s.row_coefs = b1 + buf1;
       if (onorm_status e = l.template row_coefs<R, W, kSplitBlock>(gy, a, s)) return e;
     }
-    if (onorm_status e = l.template split<R, W, kItems, kSplitBlock, kModeFinish>(gx, gy, a, s)) return e;
+    if (onorm_status e = launch_finish<R, W, kItems>(l, cols, gx, gy, a, s)) return e;
   }
   return ONORM_OK;
 }
 
 // ------------------------------------------------------------------ the plan
+// Columns other than the version-1 ones go to two-read (launch_finish).
 template <typename R, int W, typename L>
-onorm_status plan_rows(const RowArgs& a, L& l) {
+onorm_status plan_rows(const RowArgs& a, L& l, const Columns& cols = Columns{}) {
   onorm_status status = ONORM_OK;
-  if (place_cluster<R, W>(a, l, status) || place_registers<R, W>(a, l, status) || place_staged<R, W>(a, l, status))
+  if (cols.finish_mode == kModeFinish &&
+      (place_cluster<R, W>(a, l, status) || place_registers<R, W>(a, l, status) || place_staged<R, W>(a, l, status)))
     return status;
-  return place_two_read<R, W>(a, l);
+  return place_two_read<R, W>(a, l, cols);
+}
+
+// The columns of a request: the version-1 ones, or param_dtype's with weight_offset.
+inline Columns columns_of(const onorm_request& q) {
+  Columns c;
+  if (plain_columns(q)) return c;
+  c.finish_mode = q.col_dtype == ONORM_F32 ? kModeFinishF32 : q.col_dtype == ONORM_F16 ? kModeFinishF16 : kModeFinishBF16;
+  c.offset = static_cast<float>(q.col_offset[0]);
+  return c;
 }
 
 template <typename T>
@@ -281,14 +316,14 @@ onorm_status visit_dtype(int dtype, F&& f, char* err, size_t err_len) {
 
 // f(op, type_tag<In>{}) for a request's op and first input's element type: the unit a backend
 // instantiates per translation unit.
-// Requests beyond the version-1 form (the norms' residual add, weight offset, parameter dtype
-// other than x's) are not built on GPUs yet.
+// The norms' residual add and quantized outputs are not built on GPUs yet (param_dtype and
+// weight_offset are: Columns; an offset on column 1 has no API).
 template <typename F>
 onorm_status visit_request(const onorm_request& q, F&& f, char* err, size_t err_len) {
-  if (!version1_form(q)) {
+  if (has_residual(q) || is_quantized(q.out[0].dtype) || q.col_offset[1] != 0.0) {
     if (err && err_len)
-      std::snprintf(err, err_len, "gpu: the norms' residual add, weight offset and parameter dtype other than "
-                                  "x's are not built for GPUs yet (the CPU backend runs them)");
+      std::snprintf(err, err_len, "gpu: the norms' residual add and quantized outputs are not built for GPUs yet "
+                                  "(the CPU backend runs them)");
     return ONORM_ERROR_UNSUPPORTED;
   }
   return core::ops::visit(q.op, [&](auto op) {
@@ -302,10 +337,10 @@ onorm_status plan_op(const onorm_request& q, L& l, char* err, size_t err_len) {
   const RowArgs a = row_args(q);
   if constexpr (Op::kInputs > 1) {
     return visit_dtype(q.in[1].dtype, [&](auto in1) {
-      return plan_rows<Row<Op, In, typename decltype(in1)::type>, W>(a, l);
+      return plan_rows<Row<Op, In, typename decltype(in1)::type>, W>(a, l, columns_of(q));
     }, err, err_len);
   } else {
-    return plan_rows<Row<Op, In>, W>(a, l);
+    return plan_rows<Row<Op, In>, W>(a, l, columns_of(q));
   }
 }
 

@@ -191,6 +191,74 @@ void run_case(const Case& c, std::mt19937_64& rng) {
   EXPECT_TRUE(rep.ok()) << launcher.shapes() << ": " << rep.describe();
 }
 
+// The column vectors of another dtype than x (param_dtype) with an offset (weight_offset) through
+// plan_any<W> on the emulator: every placement's column load (load_col_with), against the
+// reference of onorm_norm.
+template <int W>
+void run_columns_case(Op op, onorm_dtype xt, onorm_dtype pt, double offset, int64_t rows, int64_t cols,
+                      std::mt19937_64& rng) {
+  SCOPED_TRACE("W" + std::to_string(W) + " " + onorm_ref::op_name(op) + " x " + dname(xt) + " param " + dname(pt) +
+               " offset " + std::to_string(offset) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+  auto align64 = [](std::vector<unsigned char>& v) {
+    return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
+  };
+  std::vector<unsigned char> xbuf(rows * cols * esize(xt) + 64), ybuf(rows * cols * 4 + 64, 0xff),
+      gbuf(cols * esize(pt) + 64), bbuf(cols * esize(pt) + 64);
+  void* x = align64(xbuf);
+  void* y = align64(ybuf);
+  void* gamma = align64(gbuf);
+  void* beta = align64(bbuf);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  for (int64_t k = 0; k < rows * cols; ++k) onorm_ref::encode(2.0 + 1.5 * n01(rng), x, xt, k);
+  for (int64_t k = 0; k < cols; ++k) {
+    onorm_ref::encode(0.3 * n01(rng), gamma, pt, k);
+    onorm_ref::encode(n01(rng), beta, pt, k);
+  }
+  std::vector<float> mean(rows, -7.0f), rstd(rows, -7.0f);
+  onorm_request q{};
+  q.op = to_op(op);
+  q.inputs = q.outputs = 1;
+  q.in[0] = onorm_rows{x, xt, rows, cols, cols};
+  q.out[0] = onorm_rows{y, ONORM_F32, rows, cols, cols};
+  q.col[0] = gamma;
+  q.col[1] = op == Op::layer_norm ? beta : nullptr;
+  q.col_dtype = pt;
+  q.col_offset[0] = offset;
+  q.param[0] = 1e-5;
+  set_mean(q, op == Op::layer_norm ? mean.data() : nullptr);
+  set_rstd(q, rstd.data());
+  SimLauncher launcher(W);
+  char err[256] = {0};
+  const onorm_status s = onorm::gpu::plan_any<W>(q, launcher, err, sizeof err);
+  ASSERT_TRUE(launcher.errors().empty()) << "emulator: " << launcher.shapes() << launcher.errors()[0];
+  ASSERT_EQ(s, ONORM_OK) << err;
+  onorm_ref::NormSpec spec;
+  spec.layer = op == Op::layer_norm;
+  spec.x = q.in[0];
+  spec.gamma = gamma;
+  spec.beta = q.col[1];
+  spec.param_dtype = pt;
+  spec.eps = 1e-5;
+  spec.weight_offset = offset;
+  const onorm_ref::Report rep = onorm_ref::check_norm(spec, onorm_ref::compute_norm(spec), q.out[0], nullptr, 0,
+                                                      mean_of(q), rstd_of(q), nullptr);
+  EXPECT_TRUE(rep.ok()) << launcher.shapes() << ": " << rep.describe();
+}
+
+TEST(WaveRowsColumns, ParamDtypeAndOffset) {
+  std::mt19937_64 rng(7);
+  const onorm_dtype dts[] = {ONORM_F32, ONORM_F16, ONORM_BF16};
+  for (int64_t cols : {3, 777, 4095, 16385, 40000})
+    for (onorm_dtype xt : dts)
+      for (onorm_dtype pt : dts) {
+        const int64_t rows = cols > 10000 ? 2 : 5;
+        const double offset = pt == xt ? 1.0 : 0.0;  // the offset alone, and the dtype alone
+        run_columns_case<32>(Op::layer_norm, xt, pt, offset, rows, cols, rng);
+        run_columns_case<64>(Op::rms_norm, xt, pt, pt == ONORM_F32 ? 1.0 : offset, rows, cols, rng);
+        if (HasFatalFailure()) return;
+      }
+}
+
 using Param = std::tuple<int, Op, std::pair<onorm_dtype, onorm_dtype>>;
 class WaveRows : public ::testing::TestWithParam<Param> {};
 
