@@ -7,6 +7,7 @@
 
 #include "last_error.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
+#include "request_form.hpp"
 
 namespace onorm {
 
@@ -180,7 +181,7 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
     return fail(ONORM_ERROR_INVALID_ARGUMENT,
                 op + ": param_dtype " + std::to_string(static_cast<int>(q.col_dtype)) + " is not an onorm_dtype");
   // Quantized output: exactly one scale, the static one > 0 and finite; none otherwise.
-  const bool quantized = q.out[0].dtype == ONORM_I8 || q.out[0].dtype == ONORM_F8_E4M3;
+  const bool quantized = is_quantized(q.out[0].dtype);
   const bool static_scale = q.y_static_scale != 0.0;
   if (quantized && sig.quantized_output) {
     if (static_scale == (q.y_scale != nullptr))
@@ -198,11 +199,11 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
   for (int i = 0; i < q.inputs + q.outputs; ++i) {
     const onorm_rows& r = i < q.inputs ? q.in[i] : q.out[i - q.inputs];
     const bool quantizing_slot = i == q.inputs && sig.quantized_output;
-    if ((r.dtype == ONORM_F8_E4M3 || r.dtype == ONORM_I8) && !quantizing_slot)
+    if (is_quantized(r.dtype) && !quantizing_slot)
       return fail(ONORM_ERROR_UNSUPPORTED, op + ": " + (i < q.inputs ? sig.input[i] : sig.output[i - q.inputs]) +
                                                ": " + dtype_name(r.dtype) + " is only a quantized norm output");
   }
-  if (any_col && (q.col_dtype == ONORM_F8_E4M3 || q.col_dtype == ONORM_I8))
+  if (any_col && is_quantized(q.col_dtype))
     return fail(ONORM_ERROR_UNSUPPORTED, op + ": param_dtype " + dtype_name(q.col_dtype) + " is not taken");
   if (x.rows == 0 || x.cols == 0) {
     empty = true;
