@@ -3,6 +3,9 @@
 file(READ "${PROJECT_SOURCE_DIR}/core/include/onlinenorm/core/ops/op_list.h" _onorm_op_list)
 string(FIND "${_onorm_op_list}" "#define ONORM_OP_LIST(X)" _onorm_at)
 string(SUBSTRING "${_onorm_op_list}" ${_onorm_at} -1 _onorm_op_list)
+# The row ops only: the column ops' list (ONORM_COLUMN_OP_LIST) follows and has its own kernels.
+string(FIND "${_onorm_op_list}" "#define ONORM_COLUMN_OP_LIST(X)" _onorm_end)
+string(SUBSTRING "${_onorm_op_list}" 0 ${_onorm_end} _onorm_op_list)
 string(REGEX MATCHALL "X\\([A-Z_0-9]+, *[a-z_0-9]+, *[A-Za-z0-9]+\\)" _onorm_op_entries "${_onorm_op_list}")
 set(ONORM_OP_TYPES "")
 foreach(_entry IN LISTS _onorm_op_entries)

@@ -417,6 +417,85 @@ double bound(Op op, onorm_dtype out, double ref, double row_mean, double row_rst
   return b;
 }
 
+NormBackwardResult compute_norm_backward(const NormBackwardSpec& sp) {
+  NormBackwardResult out;
+  const int64_t rows = sp.x.rows, cols = sp.x.cols;
+  out.rows = rows;
+  out.cols = cols;
+  const size_t n = static_cast<size_t>(rows * cols);
+  out.dx.assign(n, 0);
+  out.dx_bound.assign(n, 0);
+  out.dgamma.assign(static_cast<size_t>(cols), 0);
+  out.dbeta = out.dgamma;
+  out.dgamma_abs = out.dgamma;
+  out.dbeta_abs = out.dgamma;
+  std::vector<double> s(static_cast<size_t>(cols)), g(s.size()), xhat(s.size());
+  for (int64_t c = 0; c < cols; ++c)
+    s[static_cast<size_t>(c)] = sp.weight_offset + (sp.gamma ? decode(sp.gamma, sp.param_dtype, c) : 1.0);
+  for (int64_t i = 0; i < rows; ++i) {
+    const double mean = sp.layer ? static_cast<double>(sp.mean[i]) : 0.0;
+    const double rstd = sp.rstd[i];
+    double mg = 0, mgx = 0, mag = 0, magx = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t k = static_cast<size_t>(c);
+      const double x = decode(sp.x.data, sp.x.dtype, i * sp.x.row_stride + c);
+      const double dy = decode(sp.dy.data, sp.dy.dtype, i * sp.dy.row_stride + c);
+      g[k] = dy * s[k];
+      xhat[k] = (x - mean) * rstd;
+      mg += g[k];
+      mgx += g[k] * xhat[k];
+      mag += std::fabs(g[k]);
+      magx += std::fabs(g[k] * xhat[k]);
+      out.dgamma[k] += dy * xhat[k];
+      out.dbeta[k] += dy;
+      out.dgamma_abs[k] += std::fabs(dy * xhat[k]);
+      out.dbeta_abs[k] += std::fabs(dy);
+    }
+    mg /= static_cast<double>(cols);
+    mgx /= static_cast<double>(cols);
+    mag /= static_cast<double>(cols);
+    magx /= static_cast<double>(cols);
+    if (!sp.layer) mg = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t k = static_cast<size_t>(c);
+      const double dr = sp.dresidual ? decode(sp.dresidual->data, sp.dresidual->dtype, i * sp.dresidual->row_stride + c) : 0.0;
+      const size_t e = static_cast<size_t>(i * cols + c);
+      out.dx[e] = rstd * (g[k] - mg - xhat[k] * mgx) + dr;
+      out.dx_bound[e] = 1e-5 * (rstd * (std::fabs(g[k]) + (sp.layer ? mag : 0.0) + std::fabs(xhat[k]) * magx) + std::fabs(dr)) + 1e-30;
+    }
+  }
+  return out;
+}
+
+Report check_norm_backward(const NormBackwardResult& ref, const onorm_rows& dx, const float* dgamma,
+                           const float* dbeta) {
+  Report rep;
+  auto judge = [&](const char* what, int64_t i, int64_t c, double got, double want, double b) {
+    ++rep.checked;
+    const bool good = std::isnan(want) ? std::isnan(got) : (got == want || std::fabs(got - want) <= b);
+    if (!good) rep.violation(what, i, c, got, want);
+    else if (!std::isnan(want) && std::isfinite(want)) {
+      const double err = std::fabs(got - want);
+      rep.max_abs = std::max(rep.max_abs, err);
+      if (want != 0) rep.max_rel = std::max(rep.max_rel, err / std::fabs(want));
+    }
+  };
+  const bool narrow = dx.dtype == ONORM_F16 || dx.dtype == ONORM_BF16;
+  for (int64_t i = 0; i < ref.rows; ++i)
+    for (int64_t c = 0; c < ref.cols; ++c) {
+      const size_t e = static_cast<size_t>(i * ref.cols + c);
+      const double want = ref.dx[e];
+      const double b = ref.dx_bound[e] + (narrow ? ulp(want, dx.dtype) : 0.0);
+      judge("dx", i, c, decode(dx.data, dx.dtype, i * dx.row_stride + c), want, b);
+    }
+  for (int64_t c = 0; c < ref.cols; ++c) {
+    const size_t k = static_cast<size_t>(c);
+    if (dgamma) judge("dgamma", 0, c, dgamma[k], ref.dgamma[k], 1e-5 * ref.dgamma_abs[k] + 1e-30);
+    if (dbeta) judge("dbeta", 0, c, dbeta[k], ref.dbeta[k], 1e-5 * ref.dbeta_abs[k] + 1e-30);
+  }
+  return rep;
+}
+
 void Report::violation(const char* what, int64_t row, int64_t col, double got, double want) {
   if (violations == 0) {
     first_row = row;

@@ -114,4 +114,28 @@ double quantize(double v, onorm_dtype dtype);
 Report check_norm(const NormSpec& spec, const NormResult& ref, const onorm_rows& y, const float* y_scale,
                   double static_scale, const float* mean, const float* rstd, const onorm_rows* residual_out);
 
+// onorm_norm_backward (API.md, "backward passes") for host-resident tensors, straight from the
+// definition: s_j = weight_offset + gamma_j, g_j = dy_j s_j, xhat_j = (x_j - mean) rstd (RMSNorm:
+// x_j rstd), the row means of g and g xhat, and the column sums over every row, all in double.
+struct NormBackwardSpec {
+  bool layer = true;
+  onorm_rows x{}, dy{};
+  const onorm_rows* dresidual = nullptr;
+  const void* gamma = nullptr;  // cols of param_dtype, NULL: 1
+  onorm_dtype param_dtype = ONORM_F32;
+  double weight_offset = 0;
+  const float* mean = nullptr;  // LayerNorm
+  const float* rstd = nullptr;
+};
+struct NormBackwardResult {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> dx, dx_bound;              // rows x cols: the value and the contract's bound
+  std::vector<double> dgamma, dbeta;             // cols
+  std::vector<double> dgamma_abs, dbeta_abs;     // cols: sum_r |dy xhat|, sum_r |dy|
+};
+NormBackwardResult compute_norm_backward(const NormBackwardSpec& spec);
+// Checks dx (16-bit: plus one unit in the last place) and, where given, dgamma and dbeta.
+Report check_norm_backward(const NormBackwardResult& ref, const onorm_rows& dx, const float* dgamma,
+                           const float* dbeta);
+
 }  // namespace onorm_ref

@@ -251,6 +251,77 @@ onorm_status onorm_log_softmax_backward(onorm_context ctx, const onorm_rows* y, 
   return backward_of_y(ctx, ONORM_OP_LOG_SOFTMAX_BACKWARD, y, dy, dx);
 }
 
+void onorm_norm_backward_args_init(onorm_norm_backward_args* args, onorm_norm_kind kind) {
+  if (!args) return;
+  *args = onorm_norm_backward_args{};
+  args->struct_size = sizeof(onorm_norm_backward_args);
+  args->kind = kind;
+}
+
+onorm_status onorm_norm_backward(onorm_context ctx, const onorm_rows* x, const onorm_rows* dy,
+                                 const onorm_norm_backward_args* args, const onorm_rows* dx) {
+  return guarded("onorm_norm_backward", [&]() -> onorm_status {
+    auto bad = [](const std::string& what) {
+      return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_norm_backward: " + what);
+    };
+    if (!args) return bad("args is NULL");
+    if (args->struct_size < sizeof(onorm_norm_backward_args))
+      return bad("args->struct_size is " + std::to_string(args->struct_size) +
+                 ", smaller than sizeof(onorm_norm_backward_args) = " + std::to_string(sizeof(onorm_norm_backward_args)) +
+                 " (call onorm_norm_backward_args_init)");
+    const bool layer = args->kind == ONORM_LAYER_NORM;
+    if (!layer && args->kind != ONORM_RMS_NORM)
+      return bad("kind " + std::to_string(static_cast<int>(args->kind)) + " is not an onorm_norm_kind");
+    if (!layer && (args->mean || args->dbeta)) return bad("RMSNorm takes no mean and no dbeta");
+    onorm_request q = request_of(layer ? ONORM_OP_LAYER_NORM_BACKWARD : ONORM_OP_RMS_NORM_BACKWARD);
+    q.col[0] = args->gamma;
+    q.col_dtype = args->param_dtype;
+    q.col_offset[0] = args->weight_offset;
+    if (layer) {
+      q.row_in[0] = args->mean;
+      q.row_in[1] = args->rstd;
+      q.col_out[0] = args->dgamma;
+      q.col_out[1] = args->dbeta;
+    } else {
+      q.row_in[0] = args->rstd;
+      q.col_out[0] = args->dgamma;
+    }
+    // Inputs x, dy (and dresidual), output dx.
+    const onorm_rows* given[4];
+    int inputs = 0;
+    given[inputs++] = x;
+    given[inputs++] = dy;
+    if (args->dresidual) given[inputs++] = args->dresidual;
+    given[inputs] = dx;
+    return run_request(ctx, q, given, inputs, 1);
+  });
+}
+
+onorm_status onorm_layer_norm_backward(onorm_context ctx, const onorm_rows* x, const onorm_rows* dy,
+                                       const void* gamma, const float* mean, const float* rstd,
+                                       const onorm_rows* dx, float* dgamma, float* dbeta) {
+  onorm_norm_backward_args a;
+  onorm_norm_backward_args_init(&a, ONORM_LAYER_NORM);
+  a.gamma = gamma;
+  a.param_dtype = x ? x->dtype : ONORM_F32;
+  a.mean = mean;
+  a.rstd = rstd;
+  a.dgamma = dgamma;
+  a.dbeta = dbeta;
+  return onorm_norm_backward(ctx, x, dy, &a, dx);
+}
+
+onorm_status onorm_rms_norm_backward(onorm_context ctx, const onorm_rows* x, const onorm_rows* dy,
+                                     const void* gamma, const float* rstd, const onorm_rows* dx, float* dgamma) {
+  onorm_norm_backward_args a;
+  onorm_norm_backward_args_init(&a, ONORM_RMS_NORM);
+  a.gamma = gamma;
+  a.param_dtype = x ? x->dtype : ONORM_F32;
+  a.rstd = rstd;
+  a.dgamma = dgamma;
+  return onorm_norm_backward(ctx, x, dy, &a, dx);
+}
+
 onorm_status onorm_malloc(onorm_context ctx, size_t bytes, void** out) {
   if (!ctx || !out) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_malloc: context or out is NULL");
   *out = nullptr;

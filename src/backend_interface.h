@@ -16,16 +16,18 @@ extern "C" {
 /* The request a backend runs: an op (core/ops/op_list.h) and its tensors by slot, as the op's
    signature names them (core/ops/<op>.hpp: kSignature). A new op or a new optional tensor is a
    new slot meaning, not a new interface. */
-#define ONORM_REQUEST_INPUTS 2
+#define ONORM_REQUEST_INPUTS 3
 #define ONORM_REQUEST_OUTPUTS 2
 #define ONORM_REQUEST_COLS 2
 #define ONORM_REQUEST_ROW_OUTS 2
 #define ONORM_REQUEST_PARAMS 1
+#define ONORM_REQUEST_ROW_INS 2
+#define ONORM_REQUEST_COL_OUTS 2
 
 typedef struct onorm_request {
   onorm_op op;
   int inputs, outputs;                   /* slots filled: the op's row tensors, and its optional ones
-                                            (the norms' residual and residual_out) */
+                                            (the norms' residual and residual_out; dresidual) */
   onorm_rows in[ONORM_REQUEST_INPUTS];   /* row tensors read: rows >= 1, cols >= 1, one shape */
   onorm_rows out[ONORM_REQUEST_OUTPUTS]; /* row tensors written, the inputs' shape; an output may
                                             alias the inputs its signature names exactly (same
@@ -40,10 +42,13 @@ typedef struct onorm_request {
      row's scale max|v| / Q written to y_scale (dynamic), else y_static_scale. */
   float* y_scale;
   double y_static_scale;
+  const float* row_in[ONORM_REQUEST_ROW_INS]; /* rows floats read (the norms' backward: mean, rstd) */
+  float* col_out[ONORM_REQUEST_COL_OUTS];     /* cols floats written, sums over every row, or NULL
+                                                 (dgamma, dbeta) */
 } onorm_request;
 
 /* Bumped whenever this struct or onorm_request changes; a module of another version is refused. */
-#define ONORM_BACKEND_MODULE_ABI 3
+#define ONORM_BACKEND_MODULE_ABI 4
 #define ONORM_BACKEND_MODULE_ENTRY "onorm_backend_module_entry"
 
 typedef struct onorm_backend_module {

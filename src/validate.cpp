@@ -143,10 +143,12 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
   const core::ops::Signature& sig = core::ops::signature(q.op);
   const std::string op(op_name(q.op));
   // Slots filled: the op's own, and the residual's optional ones (residual_out needs residual).
-  const int optional = sig.residual ? 1 : 0;
-  if (q.inputs < sig.inputs || q.inputs > sig.inputs + optional || q.outputs < sig.outputs ||
-      q.outputs > sig.outputs + optional)
+  const int optional_in = sig.residual || sig.added_input ? 1 : 0, optional_out = sig.residual ? 1 : 0;
+  if (q.inputs < sig.inputs || q.inputs > sig.inputs + optional_in || q.outputs < sig.outputs ||
+      q.outputs > sig.outputs + optional_out)
     return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": wrong number of row tensors");
+  for (int i = 0; i < sig.row_ins; ++i)
+    if (!q.row_in[i]) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + sig.row_in[i] + " is NULL");
   if (q.outputs > sig.outputs && q.inputs == sig.inputs)
     return fail(ONORM_ERROR_INVALID_ARGUMENT,
                 op + ": " + sig.output[sig.outputs] + " is given without " + sig.input[sig.inputs]);
@@ -232,12 +234,16 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
   }
   // Column vectors (read) and per-row outputs (written): blocks that no output may meet.
   struct Named { const void* p; int64_t count; size_t size; const char* name; bool output; };
-  Named blocks[ONORM_REQUEST_COLS + ONORM_REQUEST_ROW_OUTS + 1];
+  Named blocks[ONORM_REQUEST_COLS + ONORM_REQUEST_ROW_OUTS + 1 + ONORM_REQUEST_ROW_INS + ONORM_REQUEST_COL_OUTS];
   int nblocks = 0;
   for (int i = 0; i < sig.cols; ++i)
     if (q.col[i]) blocks[nblocks++] = Named{q.col[i], x.cols, dtype_size(q.col_dtype), sig.col[i], false};
+  for (int i = 0; i < sig.row_ins; ++i)
+    blocks[nblocks++] = Named{q.row_in[i], x.rows, sizeof(float), sig.row_in[i], false};
   for (int i = 0; i < sig.row_outs; ++i)
     if (q.row_out[i]) blocks[nblocks++] = Named{q.row_out[i], x.rows, sizeof(float), sig.row_out[i], true};
+  for (int i = 0; i < sig.col_outs; ++i)
+    if (q.col_out[i]) blocks[nblocks++] = Named{q.col_out[i], x.cols, sizeof(float), sig.col_out[i], true};
   if (q.y_scale) blocks[nblocks++] = Named{q.y_scale, x.rows, sizeof(float), "y_scale", true};
   for (int b = 0; b < nblocks; ++b) {
     const Named& o = blocks[b];

@@ -121,7 +121,18 @@ TEST(OpList, NamesAndSignaturesComeFromTheList) {
   EXPECT_EQ(ONORM_OP_COUNT, 6);
   EXPECT_EQ(ops::signature(ONORM_OP_LOG_SOFTMAX_BACKWARD).inputs, 2);
   EXPECT_FALSE(ops::valid_op(-1));
-  EXPECT_FALSE(ops::valid_op(ONORM_OP_COUNT));
+  EXPECT_FALSE(ops::is_row_op(ONORM_OP_COUNT));
+  // The column ops follow the row ops.
+  EXPECT_EQ(static_cast<int>(ONORM_OP_LAYER_NORM_BACKWARD), ONORM_OP_COUNT);
+  EXPECT_TRUE(ops::is_column_op(ONORM_OP_RMS_NORM_BACKWARD));
+  EXPECT_FALSE(ops::is_column_op(ONORM_OP_LAYER_NORM));
+  EXPECT_FALSE(ops::valid_op(ONORM_OP_ALL_COUNT));
+  EXPECT_STREQ(ops::name(ONORM_OP_RMS_NORM_BACKWARD), "rms_norm_backward");
+  const ops::Signature& lb = ops::signature(ONORM_OP_LAYER_NORM_BACKWARD);
+  EXPECT_STREQ(lb.input[2], "dresidual");
+  EXPECT_STREQ(lb.row_in[1], "rstd");
+  EXPECT_EQ(lb.col_outs, 2);
+  EXPECT_EQ(ops::signature(ONORM_OP_RMS_NORM_BACKWARD).row_ins, 1);
   const ops::Signature& sb = ops::signature(ONORM_OP_SOFTMAX_BACKWARD);
   EXPECT_EQ(sb.inputs, 2);
   EXPECT_STREQ(sb.input[0], "y");

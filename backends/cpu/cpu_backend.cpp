@@ -21,6 +21,7 @@
 #include "kernels.hpp"
 #include "onlinenorm/core/pairwise.hpp"
 #include "row_coefs.hpp"
+#include "norm_backward_rows.hpp"
 #include "option_rows.hpp"
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
@@ -148,6 +149,10 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
   const onorm_request& q = *request;
   const int threads = threads_for(q);
   try {
+    if (core::ops::is_column_op(q.op)) {
+      norm_backward_run(q, threads);
+      return ONORM_OK;
+    }
     // f64, f16 without F16C, inputs of mixed dtypes; the norms' options.
     if (!version1_form(q) || !simd_supports(c.index, q)) {
       run_scalar(q, threads);

@@ -10,18 +10,6 @@ namespace onorm {
 namespace cpu {
 namespace {
 
-// Element i of a row of run-time dtype t (any address: scalar_rows.hpp's load_as, store_as).
-double load_at(const void* p, onorm_dtype t, int64_t i) {
-  double v = 0;
-  with_dtype(t, [&](auto tag) { v = load_as<double>(static_cast<const typename decltype(tag)::type*>(p), i); });
-  return v;
-}
-
-// Stores v (a value of one of the float dtypes) rounded once to t.
-void store_at(void* p, onorm_dtype t, int64_t i, double v) {
-  with_dtype(t, [&](auto tag) { store_as(static_cast<typename decltype(tag)::type*>(p), i, v); });
-}
-
 // One row's h: x, or core::residual_add of x and the residual, H the dtype of residual_out
 // (else x's).
 struct OptionRow {
@@ -49,11 +37,6 @@ struct OptionRow {
     return h(c);
   }
 };
-
-// Row r of a row tensor.
-const void* row_of(const onorm_rows& t, int64_t r) {
-  return static_cast<const char*>(t.data) + r * t.row_stride * static_cast<int64_t>(dtype_size(t.dtype));
-}
 
 template <class Op>
 void run_op(const onorm_request& q, int64_t r0, int64_t r1) {

@@ -13,6 +13,7 @@
 #include "onlinenorm/core/element.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
 #include "onlinenorm/core/pairwise.hpp"
+#include "validate.hpp"
 
 namespace onorm {
 namespace cpu {
@@ -95,6 +96,22 @@ inline void with_dtype(onorm_dtype t, F&& f) {
     case ONORM_F64: return f(TypeTag<double>{});
     default: return;
   }
+}
+
+// Element i of a row of run-time dtype t (any address, as load_as), and a store of v (a value of
+// one of the float dtypes) rounded once to t.
+inline double load_at(const void* p, onorm_dtype t, int64_t i) {
+  double v = 0;
+  with_dtype(t, [&](auto tag) { v = load_as<double>(static_cast<const typename decltype(tag)::type*>(p), i); });
+  return v;
+}
+inline void store_at(void* p, onorm_dtype t, int64_t i, double v) {
+  with_dtype(t, [&](auto tag) { store_as(static_cast<typename decltype(tag)::type*>(p), i, v); });
+}
+
+// Row r of a row tensor.
+inline const void* row_of(const onorm_rows& t, int64_t r) {
+  return static_cast<const char*>(t.data) + r * t.row_stride * static_cast<int64_t>(dtype_size(t.dtype));
 }
 
 // f(in[0]'s tag, in[1]'s tag); single-input ops get in[0]'s tag twice.

@@ -41,6 +41,8 @@ inline onorm_status cuda_fail(cudaError_t e, const char* what, char* err, size_t
 // the files generated from cuda_rows.cu.in, one per pair). Call with ctx.mu held.
 template <typename Op, typename In>
 onorm_status run_rows(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
+// Runs a validated request of a column op (cuda_norm_backward.cu). Call with ctx.mu held.
+onorm_status run_norm_backward(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
 
 }  // namespace cuda
 }  // namespace onorm

@@ -137,6 +137,7 @@ onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) 
   ONORM_CUDA_TRY(cudaSetDevice(ctx->device), "cudaSetDevice");
   // One request at a time per context: the stream and the workspace are shared state.
   std::lock_guard<std::mutex> lock(ctx->mu);
+  if (core::ops::is_column_op(q->op)) return run_norm_backward(*ctx, *q, err, err_len);
   return gpu::visit_request(*q, [&](auto op, auto in) {
     return run_rows<decltype(op), typename decltype(in)::type>(*ctx, *q, err, err_len);
   }, err, err_len);

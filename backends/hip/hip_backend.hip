@@ -124,6 +124,7 @@ template <int W>
 onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
   // One request at a time per context: the stream and the workspace are shared state.
   std::lock_guard<std::mutex> lock(ctx.mu);
+  if (core::ops::is_column_op(q.op)) return run_norm_backward<W>(ctx, q, err, err_len);
   return gpu::visit_request(q, [&](auto op, auto in) {
     return run_rows<W, decltype(op), typename decltype(in)::type>(ctx, q, err, err_len);
   }, err, err_len);

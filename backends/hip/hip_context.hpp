@@ -42,6 +42,9 @@ struct HipContext {
 // file per triple). Asynchronous; launch failures are reported. Call with ctx.mu held.
 template <int W, typename Op, typename In>
 onorm_status run_rows(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
+// Runs a validated request of a column op (hip_norm_backward.hip). Call with ctx.mu held.
+template <int W>
+onorm_status run_norm_backward(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
 
 }  // namespace hip
 }  // namespace onorm

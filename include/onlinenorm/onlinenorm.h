@@ -110,6 +110,38 @@ ONORM_API void onorm_norm_args_init(onorm_norm_args* args, onorm_norm_kind kind)
 ONORM_API onorm_status onorm_norm(onorm_context ctx, const onorm_rows* x, const onorm_norm_args* args,
                                   const onorm_rows* y);
 
+/* Version 2 (docs/API.md, "backward passes"): the norms' backward, x the row that was normalized
+   (h when a residual was fused), mean and rstd the forward's, taken as given. With
+   s_j = weight_offset + gamma_j, g_j = dy_j s_j, xhat_j = (x_j - mean) rstd (RMSNorm: x_j rstd):
+     LayerNorm dx_j = rstd (g_j - mean_k g_k - xhat_j mean_k(g_k xhat_k)) + dresidual_j
+     RMSNorm   dx_j = rstd (g_j - xhat_j mean_k(g_k xhat_k)) + dresidual_j
+   dgamma_j = sum_r dy_rj xhat_rj and dbeta_j = sum_r dy_rj, deterministic (a fixed order, no
+   floating-point atomics). dx may alias x or dy exactly; dgamma and dbeta overlap nothing. */
+typedef struct onorm_norm_backward_args {
+  size_t struct_size;             /* sizeof(onorm_norm_backward_args) */
+  onorm_norm_kind kind;
+  const void* gamma;              /* as in onorm_norm_args */
+  onorm_dtype param_dtype;
+  double weight_offset;
+  const float* mean;              /* LayerNorm: required, the forward pass's mean */
+  const float* rstd;              /* required, the forward pass's rstd */
+  const onorm_rows* dresidual;    /* optional: the gradient arriving at residual_out, added to dx */
+  float* dgamma;                  /* optional: cols floats, overwritten */
+  float* dbeta;                   /* optional: cols floats, overwritten; LayerNorm only (NULL for RMSNorm) */
+} onorm_norm_backward_args;
+
+/* Zeroes *args, sets struct_size and kind (NULL is a no-op). */
+ONORM_API void onorm_norm_backward_args_init(onorm_norm_backward_args* args, onorm_norm_kind kind);
+ONORM_API onorm_status onorm_norm_backward(onorm_context ctx, const onorm_rows* x, const onorm_rows* dy,
+                                           const onorm_norm_backward_args* args, const onorm_rows* dx);
+/* onorm_norm_backward with gamma in x's dtype (NULL: all 1) and nothing else set. */
+ONORM_API onorm_status onorm_layer_norm_backward(onorm_context ctx, const onorm_rows* x, const onorm_rows* dy,
+                                                 const void* gamma, const float* mean, const float* rstd,
+                                                 const onorm_rows* dx, float* dgamma, float* dbeta);
+ONORM_API onorm_status onorm_rms_norm_backward(onorm_context ctx, const onorm_rows* x, const onorm_rows* dy,
+                                               const void* gamma, const float* rstd, const onorm_rows* dx,
+                                               float* dgamma);
+
 /* Additions beyond the version-1 contract (they change none of it). */
 
 /* Size in bytes of one element of dtype; 0 for a value outside the enum. */

@@ -151,6 +151,34 @@ struct NormArgs {
   }
 };
 
+// The arguments of Context::norm_backward (onorm_norm_backward), typed, with the C struct's
+// defaults (LayerNorm, nothing set). An empty dresidual view is "not given".
+struct NormBackwardArgs {
+  onorm_norm_kind kind = ONORM_LAYER_NORM;
+  const void* gamma = nullptr;           // cols elements of param_dtype, or NULL (1)
+  onorm_dtype param_dtype = ONORM_F32;   // ignored when gamma is NULL
+  double weight_offset = 0;              // the scale is weight_offset + gamma_j
+  const float* mean = nullptr;           // LayerNorm: the forward's mean (required)
+  const float* rstd = nullptr;           // the forward's rstd (required)
+  Rows dresidual;                        // the gradient at residual_out, added to dx
+  float* dgamma = nullptr;               // cols floats, overwritten
+  float* dbeta = nullptr;                // LayerNorm only: cols floats, overwritten
+  // The C struct; dresidual's view lives in this object.
+  onorm_norm_backward_args c_args() const {
+    onorm_norm_backward_args a;
+    onorm_norm_backward_args_init(&a, kind);
+    a.gamma = gamma;
+    a.param_dtype = param_dtype;
+    a.weight_offset = weight_offset;
+    a.mean = mean;
+    a.rstd = rstd;
+    a.dresidual = dresidual.data() ? dresidual.get() : nullptr;
+    a.dgamma = dgamma;
+    a.dbeta = dbeta;
+    return a;
+  }
+};
+
 // ---- backends -------------------------------------------------------------------------------
 
 inline int device_count(onorm_backend backend) { return onorm_backend_device_count(backend); }
@@ -233,6 +261,11 @@ class Context {
   void norm(const Rows& x, const Rows& y, const NormArgs& args) {
     const onorm_norm_args a = args.c_args();
     check(onorm_norm(ctx_, x.get(), &a, y.get()));
+  }
+  // The norms' backward (onorm_norm_backward): dx, and the column sums dgamma / dbeta.
+  void norm_backward(const Rows& x, const Rows& dy, const Rows& dx, const NormBackwardArgs& args) {
+    const onorm_norm_backward_args a = args.c_args();
+    check(onorm_norm_backward(ctx_, x.get(), dy.get(), &a, dx.get()));
   }
   // dx_j = y_j * (dy_j - sum_k y_k dy_k) from the forward output y; dx may be y or dy exactly.
   void softmax_backward(const Rows& y, const Rows& dy, const Rows& dx) {

@@ -8,22 +8,34 @@ namespace onorm {
 namespace core {
 namespace ops {
 
+#define ONORM_OP_VISIT_CASE_(ID, name, Type) \
+  case ONORM_OP_##ID:                        \
+    return f(Type{});
+
 // f(Type{}) for the op's definition; ops outside the list get f(Softmax{}) never: the caller
 // validated the id (valid_op).
 template <typename F>
 inline auto visit(onorm_op op, F&& f) -> decltype(f(Softmax{})) {
   switch (op) {
-#define ONORM_OP_VISIT_CASE(ID, name, Type) \
-  case ONORM_OP_##ID:                       \
-    return f(Type{});
-    ONORM_OP_LIST(ONORM_OP_VISIT_CASE)
-#undef ONORM_OP_VISIT_CASE
+    ONORM_OP_LIST(ONORM_OP_VISIT_CASE_)
     default: break;
   }
   return f(Softmax{});
 }
 
-inline bool valid_op(int op) { return op >= 0 && op < ONORM_OP_COUNT; }
+// The same for the column ops (ONORM_COLUMN_OP_LIST); others get f(LayerNormBackward{}) never.
+template <typename F>
+inline auto visit_column_op(onorm_op op, F&& f) -> decltype(f(LayerNormBackward{})) {
+  switch (op) {
+    ONORM_COLUMN_OP_LIST(ONORM_OP_VISIT_CASE_)
+    default: break;
+  }
+  return f(LayerNormBackward{});
+}
+
+inline bool is_row_op(int op) { return op >= 0 && op < ONORM_OP_COUNT; }
+inline bool is_column_op(int op) { return op > ONORM_OP_COLUMN_OPS_BEFORE_ && op < ONORM_OP_ALL_COUNT; }
+inline bool valid_op(int op) { return is_row_op(op) || is_column_op(op); }
 
 inline const char* name(onorm_op op) {
   switch (op) {
@@ -31,6 +43,7 @@ inline const char* name(onorm_op op) {
   case ONORM_OP_##ID:                      \
     return #name;
     ONORM_OP_LIST(ONORM_OP_NAME_CASE)
+    ONORM_COLUMN_OP_LIST(ONORM_OP_NAME_CASE)
 #undef ONORM_OP_NAME_CASE
     default: break;
   }
@@ -38,9 +51,12 @@ inline const char* name(onorm_op op) {
 }
 
 inline const Signature& signature(onorm_op op) {
+  if (is_column_op(op)) return visit_column_op(op, [](auto o) -> const Signature& { return decltype(o)::kSignature; });
   return visit(op, [](auto o) -> const Signature& { return decltype(o)::kSignature; });
 }
 
 }  // namespace ops
 }  // namespace core
 }  // namespace onorm
+
+#undef ONORM_OP_VISIT_CASE_

@@ -15,14 +15,26 @@
   X(SOFTMAX_BACKWARD, softmax_backward, SoftmaxBackward)             \
   X(LOG_SOFTMAX_BACKWARD, log_softmax_backward, LogSoftmaxBackward)
 
+/* Ops with column sums (dgamma, dbeta over every row) and per-row inputs (the forward's mean and
+   rstd): not on the row engine's placements; each backend runs them with its own driver, the
+   math in core/ops/norm_backward.hpp. Their ids follow the row ops'. */
+#define ONORM_COLUMN_OP_LIST(X)                                       \
+  X(LAYER_NORM_BACKWARD, layer_norm_backward, LayerNormBackward)     \
+  X(RMS_NORM_BACKWARD, rms_norm_backward, RmsNormBackward)
+
 #define ONORM_OP_ENUM_ENTRY(ID, name, Type) ONORM_OP_##ID,
-typedef enum onorm_op { ONORM_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_COUNT } onorm_op;
+typedef enum onorm_op {
+  ONORM_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_COUNT, /* the row ops */
+  ONORM_OP_COLUMN_OPS_BEFORE_ = ONORM_OP_COUNT - 1,
+  ONORM_COLUMN_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_ALL_COUNT /* row ops and column ops */
+} onorm_op;
 #undef ONORM_OP_ENUM_ENTRY
 
 #ifdef __cplusplus
 #include "onlinenorm/core/ops/layer_norm.hpp"
 #include "onlinenorm/core/ops/log_softmax.hpp"
 #include "onlinenorm/core/ops/log_softmax_backward.hpp"
+#include "onlinenorm/core/ops/norm_backward.hpp"
 #include "onlinenorm/core/ops/rms_norm.hpp"
 #include "onlinenorm/core/ops/softmax.hpp"
 #include "onlinenorm/core/ops/softmax_backward.hpp"

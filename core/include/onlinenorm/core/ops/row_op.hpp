@@ -45,7 +45,7 @@ enum class ParamRule { kNonNegative };  // >= 0 and not NaN (eps)
 // param[].
 struct Signature {
   int inputs;
-  const char* input[2];
+  const char* input[3];
   int outputs;
   const char* output[2];
   int cols;
@@ -63,6 +63,15 @@ struct Signature {
   unsigned alias[2] = {~0u, ~0u};
   // out[0] may be ONORM_I8 / ONORM_F8_E4M3, quantized with a per-row or static scale.
   bool quantized_output = false;
+  // An optional row tensor in[inputs] (input[inputs]) added to out[0] (the norms' backward:
+  // dresidual), with no optional output.
+  bool added_input = false;
+  // Per-row floats read (row_in[], all required) and column floats written (col_out[], NULL
+  // allowed): the norms' backward takes the forward's mean and rstd and sums dgamma, dbeta.
+  int row_ins = 0;
+  const char* row_in[2] = {nullptr, nullptr};
+  int col_outs = 0;
+  const char* col_out[2] = {nullptr, nullptr};
 };
 
 // What most ops share: an op derives from it and declares only what differs (a declaration in

@@ -1,0 +1,227 @@
+// The norms' backward pass on GPUs (core/ops/norm_backward.hpp; API.md, "backward passes"),
+// shared by CUDA and HIP:
+//   column_partials_kernel     dgamma / dbeta: a thread per column sums a group of rows in
+//                              double, in row order;
+//   column_finish_kernel       the groups' partials summed in group order, rounded to float
+//                              (skipped when one group holds every row);
+//   norm_backward_rows_kernel  dx: a warp or a block per row (by the row length only, so a row
+//                              gives the same bits in any batch), its two sums in double in a
+//                              fixed tree, the finish in float.
+// The column sums run first: dx may overwrite x or dy. No atomics: the same call gives the
+// same bits run after run.
+#pragma once
+
+#include "dtype_io.hpp"
+#include "launcher.hpp"
+#include "onlinenorm/core/ops/norm_backward.hpp"
+#include "reduce.hpp"
+
+namespace onorm {
+namespace gpu {
+
+// An element of a run-time dtype (kF32, kF16, kBF16).
+ONORM_DEV float load_dtype(const void* p, int dt, int64_t i) {
+  switch (dt) {
+    case kF32: return static_cast<const float*>(p)[i];
+    case kF16: return io<core::f16_bits>::load1(static_cast<const core::f16_bits*>(p) + i);
+    default: return io<core::bf16_bits>::load1(static_cast<const core::bf16_bits*>(p) + i);
+  }
+}
+ONORM_DEV void store_dtype(void* p, int dt, int64_t i, float v) {
+  switch (dt) {
+    case kF32: static_cast<float*>(p)[i] = v; break;
+    case kF16: io<core::f16_bits>::store1(static_cast<core::f16_bits*>(p) + i, v); break;
+    default: io<core::bf16_bits>::store1(static_cast<core::bf16_bits*>(p) + i, v); break;
+  }
+}
+
+// The row tensors x, dy, dx of element type T, or (T = void) each of its own run-time dtype.
+template <typename T>
+struct Elems {
+  ONORM_DEV static float load(const void* p, int, int64_t i) { return io<T>::load1(static_cast<const T*>(p) + i); }
+  ONORM_DEV static void store(void* p, int, int64_t i, float v) { io<T>::store1(static_cast<T*>(p) + i, v); }
+};
+template <>
+struct Elems<void> {
+  ONORM_DEV static float load(const void* p, int dt, int64_t i) { return load_dtype(p, dt, i); }
+  ONORM_DEV static void store(void* p, int dt, int64_t i, float v) { store_dtype(p, dt, i, v); }
+};
+
+struct NormBackwardArgs {
+  const void* x;
+  const void* dy;
+  const void* dres;  // NULL: no dresidual
+  void* dx;
+  const void* gamma;  // NULL: 1
+  int64_t rows, cols;
+  int64_t sx, sdy, sdres, sdx;  // row strides in elements
+  int xt, dyt, drt, dxt, gt;
+  float offset;  // weight_offset
+  const float* row_in[2];
+  float* col_out[2];
+  double* partial;  // [group][column sum][cols]
+  int64_t rows_per_group;
+};
+
+// s_j = weight_offset + gamma_j.
+ONORM_DEV float scale_at(const NormBackwardArgs& a, int64_t j) {
+  return a.offset + (a.gamma ? load_dtype(a.gamma, a.gt, j) : 1.0f);
+}
+
+constexpr int kColumnBlock = 256;
+
+template <typename Op, typename T>
+__global__ void __launch_bounds__(kColumnBlock) column_partials_kernel(NormBackwardArgs a, int direct) {
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kColumnBlock + threadIdx.x;
+  if (j >= a.cols) return;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * a.rows_per_group;
+  const int64_t r1 = r0 + a.rows_per_group < a.rows ? r0 + a.rows_per_group : a.rows;
+  double sums[2] = {0, 0};
+#pragma unroll 4
+  for (int64_t r = r0; r < r1; ++r) {
+    const auto row = Op::template row<double>(a.row_in, r);
+    Op::column(sums, row, static_cast<double>(Elems<T>::load(a.x, a.xt, r * a.sx + j)),
+               static_cast<double>(Elems<T>::load(a.dy, a.dyt, r * a.sdy + j)));
+  }
+#pragma unroll
+  for (int k = 0; k < Op::kColOuts; ++k) {
+    if (direct) {
+      if (a.col_out[k]) a.col_out[k][j] = static_cast<float>(sums[k]);
+    } else {
+      a.partial[(static_cast<int64_t>(blockIdx.y) * Op::kColOuts + k) * a.cols + j] = sums[k];
+    }
+  }
+}
+
+template <int K>
+__global__ void __launch_bounds__(kColumnBlock) column_finish_kernel(NormBackwardArgs a, int groups) {
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kColumnBlock + threadIdx.x;
+  if (j >= a.cols) return;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (!a.col_out[k]) continue;
+    double s = 0;
+    for (int g = 0; g < groups; ++g) s += a.partial[(static_cast<int64_t>(g) * K + k) * a.cols + j];
+    a.col_out[k][j] = static_cast<float>(s);
+  }
+}
+
+template <typename Op, typename T, int WARP, int TPR, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) norm_backward_rows_kernel(NormBackwardArgs a) {
+  constexpr int GPB = BLOCK / TPR;  // rows per block
+  __shared__ Vals<double, 2> scratch[BLOCK / WARP];
+  const int lane = static_cast<int>(threadIdx.x) % TPR;
+  // The loop's bounds are the block's, so every thread takes part in each row's reduction.
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * GPB; first < a.rows;
+       first += static_cast<int64_t>(gridDim.x) * GPB) {
+    const int64_t row = first + static_cast<int>(threadIdx.x) / TPR;
+    const bool active = row < a.rows;
+    const int64_t rr = active ? row : 0;
+    const int64_t n = active ? a.cols : 0;
+    const auto rv = Op::template row<double>(a.row_in, rr);
+    const void* x = static_cast<const char*>(a.x);
+    typename Op::template Sums<double> s{0, 0};
+    for (int64_t j = lane; j < n; j += TPR)
+      Op::accumulate(s, rv, static_cast<double>(Elems<T>::load(x, a.xt, rr * a.sx + j)),
+                     static_cast<double>(Elems<T>::load(a.dy, a.dyt, rr * a.sdy + j)),
+                     static_cast<double>(scale_at(a, j)));
+    Vals<double, 2> v{{s.g, s.gc}};
+    v = row_allreduce<WARP, TPR, BLOCK>(v, lane, scratch, AddOp{});
+    const auto c = Op::template coefs<float>(typename Op::template Sums<double>{v.v[0], v.v[1]}, rv, a.cols);
+    // Each element is read by the thread that writes it: dx may be x or dy.
+    for (int64_t j = lane; j < n; j += TPR) {
+      const float d = a.dres ? load_dtype(a.dres, a.drt, rr * a.sdres + j) : 0.0f;
+      const float out = Op::dx(c, Elems<T>::load(x, a.xt, rr * a.sx + j), Elems<T>::load(a.dy, a.dyt, rr * a.sdy + j),
+                               scale_at(a, j), d);
+      Elems<T>::store(a.dx, a.dxt, rr * a.sdx + j, out);
+    }
+  }
+}
+
+// Rows of up to this many columns take a warp each, longer ones a block.
+constexpr int64_t kWarpRowCols = 1024;
+constexpr int kRowsBlock = 256;
+// The column partials' scratch stays under this; fewer row groups otherwise.
+constexpr int64_t kPartialBytes = int64_t(64) << 20;
+
+template <typename Op, typename T, int WARP, typename Rt>
+onorm_status launch_norm_backward(Rt& rt, NormBackwardArgs a) {
+  Launcher<Rt> l(rt);
+  const PlanCaps& caps = rt.caps();
+  const int64_t tiles = (a.cols + kColumnBlock - 1) / kColumnBlock;
+  if (a.col_out[0] || a.col_out[1]) {
+    // Row groups: enough blocks to fill the device, each at least 64 rows long.
+    int64_t groups = (int64_t(8) * caps.sms + tiles - 1) / tiles;
+    const int64_t most_rows = (a.rows + 63) / 64;
+    if (groups > most_rows) groups = most_rows;
+    const int64_t per_group_bytes = int64_t(Op::kColOuts) * a.cols * 8;
+    if (groups * per_group_bytes > kPartialBytes) groups = kPartialBytes / per_group_bytes;
+    if (groups < 1) groups = 1;
+    a.rows_per_group = (a.rows + groups - 1) / groups;
+    groups = (a.rows + a.rows_per_group - 1) / a.rows_per_group;
+    if (groups > 1) {
+      onorm_status s = ONORM_OK;
+      a.partial = static_cast<double*>(l.workspace(static_cast<size_t>(groups * per_group_bytes), s));
+      if (s != ONORM_OK) return s;
+    }
+    column_partials_kernel<Op, T><<<dim3(unsigned(tiles), unsigned(groups)), kColumnBlock, 0, rt.stream()>>>(a, groups == 1);
+    if (onorm_status s = rt.check("column partials launch")) return s;
+    if (groups > 1) {
+      column_finish_kernel<Op::kColOuts><<<unsigned(tiles), kColumnBlock, 0, rt.stream()>>>(a, int(groups));
+      if (onorm_status s = rt.check("column finish launch")) return s;
+    }
+  }
+  const int64_t grid_cap = int64_t(32) * caps.sms;
+  if (a.cols <= kWarpRowCols) {
+    constexpr int GPB = kRowsBlock / WARP;
+    const int64_t blocks = (a.rows + GPB - 1) / GPB;
+    norm_backward_rows_kernel<Op, T, WARP, WARP, kRowsBlock>
+        <<<unsigned(blocks < grid_cap ? blocks : grid_cap), kRowsBlock, 0, rt.stream()>>>(a);
+  } else {
+    norm_backward_rows_kernel<Op, T, WARP, kRowsBlock, kRowsBlock>
+        <<<unsigned(a.rows < grid_cap ? a.rows : grid_cap), kRowsBlock, 0, rt.stream()>>>(a);
+  }
+  if (onorm_status s = rt.check("norm backward rows launch")) return s;
+  return l.finish();
+}
+
+// Runs a validated request of a column op (core/ops/op_list.h) on warp width WARP.
+template <int WARP, typename Rt>
+onorm_status run_norm_backward(Rt& rt, const onorm_request& q) {
+  NormBackwardArgs a{};
+  const onorm_rows &x = q.in[0], &dy = q.in[1], &dx = q.out[0];
+  a.x = x.data;
+  a.dy = dy.data;
+  a.dx = dx.data;
+  a.dres = q.inputs > 2 ? q.in[2].data : nullptr;
+  a.gamma = q.col[0];
+  a.rows = x.rows;
+  a.cols = x.cols;
+  a.sx = x.row_stride;
+  a.sdy = dy.row_stride;
+  a.sdx = dx.row_stride;
+  a.sdres = q.inputs > 2 ? q.in[2].row_stride : 0;
+  a.xt = x.dtype;
+  a.dyt = dy.dtype;
+  a.dxt = dx.dtype;
+  a.drt = q.inputs > 2 ? static_cast<int>(q.in[2].dtype) : static_cast<int>(kF32);
+  a.gt = q.col_dtype;
+  a.offset = static_cast<float>(q.col_offset[0]);
+  for (int k = 0; k < 2; ++k) {
+    a.row_in[k] = q.row_in[k];
+    a.col_out[k] = q.col_out[k];
+  }
+  return core::ops::visit_column_op(q.op, [&](auto op) {
+    using Op = decltype(op);
+    // One element type for x, dy and dx: typed loads; otherwise each by its run-time dtype.
+    if (x.dtype == dy.dtype && x.dtype == dx.dtype) {
+      if (x.dtype == ONORM_F32) return launch_norm_backward<Op, float, WARP>(rt, a);
+      if (x.dtype == ONORM_F16) return launch_norm_backward<Op, core::f16_bits, WARP>(rt, a);
+      return launch_norm_backward<Op, core::bf16_bits, WARP>(rt, a);
+    }
+    return launch_norm_backward<Op, void, WARP>(rt, a);
+  });
+}
+
+}  // namespace gpu
+}  // namespace onorm
