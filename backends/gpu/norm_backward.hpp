@@ -36,15 +36,23 @@ ONORM_DEV void store_dtype(void* p, int dt, int64_t i, float v) {
 }
 
 // The row tensors x, dy, dx of element type T, or (T = void) each of its own run-time dtype.
+// Typed tensors also move kVec elements (16 bytes) at a time where the launch found every row
+// aligned (NormBackwardArgs::vec).
 template <typename T>
 struct Elems {
+  static constexpr int kVec = io<T>::kVec;
   ONORM_DEV static float load(const void* p, int, int64_t i) { return io<T>::load1(static_cast<const T*>(p) + i); }
   ONORM_DEV static void store(void* p, int, int64_t i, float v) { io<T>::store1(static_cast<T*>(p) + i, v); }
+  ONORM_DEV static void load_vec(const void* p, int64_t i, float* o) { io<T>::load_vec(static_cast<const T*>(p) + i, o); }
+  ONORM_DEV static void store_vec(void* p, int64_t i, const float* v) { gpu::store_vec<T, kVec>(static_cast<T*>(p) + i, v); }
 };
 template <>
 struct Elems<void> {
+  static constexpr int kVec = 1;
   ONORM_DEV static float load(const void* p, int dt, int64_t i) { return load_dtype(p, dt, i); }
   ONORM_DEV static void store(void* p, int dt, int64_t i, float v) { store_dtype(p, dt, i, v); }
+  ONORM_DEV static void load_vec(const void* p, int64_t i, float* o) { o[0] = load(p, 0, i); }
+  ONORM_DEV static void store_vec(void*, int64_t, const float*) {}
 };
 
 struct NormBackwardArgs {
@@ -61,6 +69,7 @@ struct NormBackwardArgs {
   float* col_out[2];
   double* partial;  // [group][column sum][cols]
   int64_t rows_per_group;
+  int vec;  // x, dy, dx of one type, every row 16-byte aligned and cols a multiple of its vector
 };
 
 // s_j = weight_offset + gamma_j.
@@ -70,26 +79,46 @@ ONORM_DEV float scale_at(const NormBackwardArgs& a, int64_t j) {
 
 constexpr int kColumnBlock = 256;
 
-template <typename Op, typename T>
-__global__ void __launch_bounds__(kColumnBlock) column_partials_kernel(NormBackwardArgs a, int direct) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * kColumnBlock + threadIdx.x;
-  if (j >= a.cols) return;
+// A thread sums V consecutive columns (V = Elems<T>::kVec with a.vec, else 1).
+template <typename Op, typename T, int V>
+ONORM_DEV void column_partials(const NormBackwardArgs& a, int64_t j, int direct) {
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * a.rows_per_group;
   const int64_t r1 = r0 + a.rows_per_group < a.rows ? r0 + a.rows_per_group : a.rows;
-  double sums[2] = {0, 0};
-#pragma unroll 4
+  double sums[V][2] = {};
+#pragma unroll 2
   for (int64_t r = r0; r < r1; ++r) {
     const auto row = Op::template row<double>(a.row_in, r);
-    Op::column(sums, row, static_cast<double>(Elems<T>::load(a.x, a.xt, r * a.sx + j)),
-               static_cast<double>(Elems<T>::load(a.dy, a.dyt, r * a.sdy + j)));
+    float xv[V], dyv[V];
+    if constexpr (V > 1) {
+      Elems<T>::load_vec(a.x, r * a.sx + j, xv);
+      Elems<T>::load_vec(a.dy, r * a.sdy + j, dyv);
+    } else {
+      xv[0] = Elems<T>::load(a.x, a.xt, r * a.sx + j);
+      dyv[0] = Elems<T>::load(a.dy, a.dyt, r * a.sdy + j);
+    }
+#pragma unroll
+    for (int i = 0; i < V; ++i) Op::column(sums[i], row, static_cast<double>(xv[i]), static_cast<double>(dyv[i]));
   }
 #pragma unroll
-  for (int k = 0; k < Op::kColOuts; ++k) {
-    if (direct) {
-      if (a.col_out[k]) a.col_out[k][j] = static_cast<float>(sums[k]);
-    } else {
-      a.partial[(static_cast<int64_t>(blockIdx.y) * Op::kColOuts + k) * a.cols + j] = sums[k];
+  for (int k = 0; k < Op::kColOuts; ++k)
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      if (direct) {
+        if (a.col_out[k]) a.col_out[k][j + i] = static_cast<float>(sums[i][k]);
+      } else {
+        a.partial[(static_cast<int64_t>(blockIdx.y) * Op::kColOuts + k) * a.cols + j + i] = sums[i][k];
+      }
     }
+}
+
+template <typename Op, typename T>
+__global__ void __launch_bounds__(kColumnBlock) column_partials_kernel(NormBackwardArgs a, int direct) {
+  constexpr int V = Elems<T>::kVec;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kColumnBlock + threadIdx.x;
+  if (V > 1 && a.vec) {
+    if (t * V < a.cols) column_partials<Op, T, V>(a, t * V, direct);
+  } else if (t < a.cols) {
+    column_partials<Op, T, 1>(a, t, direct);
   }
 }
 
@@ -121,14 +150,43 @@ __global__ void __launch_bounds__(BLOCK) norm_backward_rows_kernel(NormBackwardA
     const auto rv = Op::template row<double>(a.row_in, rr);
     const void* x = static_cast<const char*>(a.x);
     typename Op::template Sums<double> s{0, 0};
-    for (int64_t j = lane; j < n; j += TPR)
-      Op::accumulate(s, rv, static_cast<double>(Elems<T>::load(x, a.xt, rr * a.sx + j)),
-                     static_cast<double>(Elems<T>::load(a.dy, a.dyt, rr * a.sdy + j)),
-                     static_cast<double>(scale_at(a, j)));
+    constexpr int V = Elems<T>::kVec;
+    if (V > 1 && a.vec) {
+#pragma unroll 2
+      for (int64_t j = lane * V; j < n; j += TPR * V) {
+        float xv[V], dyv[V];
+        Elems<T>::load_vec(x, rr * a.sx + j, xv);
+        Elems<T>::load_vec(a.dy, rr * a.sdy + j, dyv);
+#pragma unroll
+        for (int i = 0; i < V; ++i)
+          Op::accumulate(s, rv, static_cast<double>(xv[i]), static_cast<double>(dyv[i]), static_cast<double>(scale_at(a, j + i)));
+      }
+    } else {
+#pragma unroll 4
+      for (int64_t j = lane; j < n; j += TPR)
+        Op::accumulate(s, rv, static_cast<double>(Elems<T>::load(x, a.xt, rr * a.sx + j)),
+                       static_cast<double>(Elems<T>::load(a.dy, a.dyt, rr * a.sdy + j)),
+                       static_cast<double>(scale_at(a, j)));
+    }
     Vals<double, 2> v{{s.g, s.gc}};
     v = row_allreduce<WARP, TPR, BLOCK>(v, lane, scratch, AddOp{});
     const auto c = Op::template coefs<float>(typename Op::template Sums<double>{v.v[0], v.v[1]}, rv, a.cols);
     // Each element is read by the thread that writes it: dx may be x or dy.
+    if (V > 1 && a.vec) {
+      for (int64_t j = lane * V; j < n; j += TPR * V) {
+        float xv[V], dyv[V], out[V];
+        Elems<T>::load_vec(x, rr * a.sx + j, xv);
+        Elems<T>::load_vec(a.dy, rr * a.sdy + j, dyv);
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          const float d = a.dres ? load_dtype(a.dres, a.drt, rr * a.sdres + j + i) : 0.0f;
+          out[i] = Op::dx(c, xv[i], dyv[i], scale_at(a, j + i), d);
+        }
+        Elems<T>::store_vec(a.dx, rr * a.sdx + j, out);
+      }
+      continue;
+    }
+#pragma unroll 4
     for (int64_t j = lane; j < n; j += TPR) {
       const float d = a.dres ? load_dtype(a.dres, a.drt, rr * a.sdres + j) : 0.0f;
       const float out = Op::dx(c, Elems<T>::load(x, a.xt, rr * a.sx + j), Elems<T>::load(a.dy, a.dyt, rr * a.sdy + j),
@@ -148,7 +206,8 @@ template <typename Op, typename T, int WARP, typename Rt>
 onorm_status launch_norm_backward(Rt& rt, NormBackwardArgs a) {
   Launcher<Rt> l(rt);
   const PlanCaps& caps = rt.caps();
-  const int64_t tiles = (a.cols + kColumnBlock - 1) / kColumnBlock;
+  const int64_t per_thread = a.vec ? Elems<T>::kVec : 1;
+  const int64_t tiles = (a.cols + kColumnBlock * per_thread - 1) / (kColumnBlock * per_thread);
   if (a.col_out[0] || a.col_out[1]) {
     // Row groups: enough blocks to fill the device, each at least 64 rows long.
     int64_t groups = (int64_t(8) * caps.sms + tiles - 1) / tiles;
@@ -167,7 +226,8 @@ onorm_status launch_norm_backward(Rt& rt, NormBackwardArgs a) {
     column_partials_kernel<Op, T><<<dim3(unsigned(tiles), unsigned(groups)), kColumnBlock, 0, rt.stream()>>>(a, groups == 1);
     if (onorm_status s = rt.check("column partials launch")) return s;
     if (groups > 1) {
-      column_finish_kernel<Op::kColOuts><<<unsigned(tiles), kColumnBlock, 0, rt.stream()>>>(a, int(groups));
+      const int64_t finish_tiles = (a.cols + kColumnBlock - 1) / kColumnBlock;
+      column_finish_kernel<Op::kColOuts><<<unsigned(finish_tiles), kColumnBlock, 0, rt.stream()>>>(a, int(groups));
       if (onorm_status s = rt.check("column finish launch")) return s;
     }
   }
@@ -215,6 +275,11 @@ onorm_status run_norm_backward(Rt& rt, const onorm_request& q) {
     using Op = decltype(op);
     // One element type for x, dy and dx: typed loads; otherwise each by its run-time dtype.
     if (x.dtype == dy.dtype && x.dtype == dx.dtype) {
+      const int64_t es = x.dtype == ONORM_F32 ? 4 : 2, vec = 16 / es;
+      auto aligned = [&](const onorm_rows& t) {
+        return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && (t.row_stride * es) % 16 == 0;
+      };
+      a.vec = aligned(x) && aligned(dy) && aligned(dx) && x.cols % vec == 0;
       if (x.dtype == ONORM_F32) return launch_norm_backward<Op, float, WARP>(rt, a);
       if (x.dtype == ONORM_F16) return launch_norm_backward<Op, core::f16_bits, WARP>(rt, a);
       return launch_norm_backward<Op, core::bf16_bits, WARP>(rt, a);

@@ -109,9 +109,12 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
     CK(cudaMalloc(&b, size_t(1048576) * es));
     CK(cudaMemcpy(g, host.data(), size_t(1048576) * es, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(b, host.data() + 4096, size_t(1048576) * es, cudaMemcpyHostToDevice));
-    float *mean = nullptr, *rstd = nullptr;
+    float *mean = nullptr, *rstd = nullptr, *col_sums = nullptr;
     CK(cudaMalloc(&mean, sizeof(float) << 22));
     CK(cudaMalloc(&rstd, sizeof(float) << 22));
+    CK(cudaMalloc(&col_sums, sizeof(float) << 21));
+    CK(cudaMemset(mean, 0, sizeof(float) << 22));
+    CK(cudaMemset(rstd, 0, sizeof(float) << 22));
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -163,12 +166,12 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
       const double memcpy_tbps = 2.0 * bytes / (memcpy_ms * 1e-3) / 1e12, vector_tbps = 2.0 * bytes / (kernel_ms * 1e-3) / 1e12;
       const double copy_tbps = std::max(memcpy_tbps, vector_tbps);
       // One line of the table (and the CSV) for op taking ms to move `moved` bytes.
-      auto report = [&](Op op, double ms, double moved) {
+      auto report = [&](const char* op, double ms, double moved) {
         const double tbps = moved / (ms * 1e-3) / 1e12;
-        std::printf("%-12s %-5s %8lld %8lld %9.4f %7.3f %7.3f %5.1f%%\n", onorm_ref::op_name(op), dtype_name(dt),
+        std::printf("%-12s %-5s %8lld %8lld %9.4f %7.3f %7.3f %5.1f%%\n", op, dtype_name(dt),
                     (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps);
         if (csv)
-          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f,%.4f,%.4f\n", prop.name, onorm_ref::op_name(op),
+          std::fprintf(csv, "%s,%s,%s,%lld,%lld,%.5f,%.4f,%.4f,%.2f,%.4f,%.4f\n", prop.name, op,
                        dtype_name(dt), (long long)cols, (long long)rows, ms, tbps, copy_tbps, 100.0 * tbps / copy_tbps,
                        memcpy_tbps, vector_tbps);
       };
@@ -178,14 +181,31 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
           onorm_rows y{ys[s], dt, rows, cols, cols};
           OK(run_op(ctx, op, x, y, g, b, rows <= (1 << 22) ? mean : nullptr, rows <= (1 << 22) ? rstd : nullptr));
         });
-        report(op, ms, 2.0 * bytes);
+        report(onorm_ref::op_name(op), ms, 2.0 * bytes);
       }
       for (Op op : kBackwardOps) {  // reads y and dy, writes dx (1.5x the bytes of a forward op)
         const double ms = time_it([&](int s) {
           onorm_rows y{xs[s], dt, rows, cols, cols}, dy{xs[s ^ 1], dt, rows, cols, cols}, dx{ys[s], dt, rows, cols, cols};
           OK(run_backward_op(ctx, op, y, dy, dx));
         });
-        report(op, ms, 3.0 * bytes);
+        report(onorm_ref::op_name(op), ms, 3.0 * bytes);
+      }
+      // The norms' backward: reads x and dy, writes dx (3x the bytes of x), and the column sums
+      // dgamma (and dbeta) of every row.
+      for (bool layer : {true, false}) {
+        const double ms = time_it([&](int s) {
+          onorm_rows x{xs[s], dt, rows, cols, cols}, dy{xs[s ^ 1], dt, rows, cols, cols}, dx{ys[s], dt, rows, cols, cols};
+          onorm_norm_backward_args a;
+          onorm_norm_backward_args_init(&a, layer ? ONORM_LAYER_NORM : ONORM_RMS_NORM);
+          a.gamma = g;
+          a.param_dtype = dt;
+          a.mean = layer ? mean : nullptr;
+          a.rstd = rstd;
+          a.dgamma = col_sums;
+          a.dbeta = layer ? col_sums + 1048576 : nullptr;
+          OK(onorm_norm_backward(ctx, &x, &dy, &a, &dx));
+        });
+        report(layer ? "layer_norm_backward" : "rms_norm_backward", ms, 3.0 * bytes);
       }
       std::fflush(stdout);
     }
@@ -197,6 +217,7 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
     CK(cudaFree(b));
     CK(cudaFree(mean));
     CK(cudaFree(rstd));
+    CK(cudaFree(col_sums));
   }
   if (csv) std::fclose(csv);
   return 0;
