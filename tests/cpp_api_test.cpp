@@ -162,6 +162,59 @@ TEST(CppApi, NormWithOptions) {
   }
 }
 
+// Context::norm_backward: NormBackwardArgs reach onorm_norm_backward (dresidual, param dtype,
+// offset, column sums), checked against the reference; a missing rstd throws.
+TEST(CppApi, NormBackward) {
+  onorm::Context ctx(ONORM_BACKEND_CPU);
+  const int64_t rows = 3, cols = 10;
+  std::vector<onorm::bf16> x(rows * cols), dy(rows * cols), dx(rows * cols);
+  std::vector<float> dr(rows * cols), g(cols), mean(rows), rstd(rows), dg(cols), db(cols);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    onorm_ref::encode(0.25 * static_cast<double>(i % 7) - 0.5, &x[i], ONORM_BF16, 0);
+    onorm_ref::encode(0.5 - 0.125 * static_cast<double>(i % 5), &dy[i], ONORM_BF16, 0);
+    dr[i] = 0.01f * static_cast<float>(i);
+  }
+  for (int64_t c = 0; c < cols; ++c) g[c] = 0.1f * static_cast<float>(c) - 0.2f;
+  for (int64_t r = 0; r < rows; ++r) {
+    mean[r] = 0.1f * static_cast<float>(r);
+    rstd[r] = 1.5f + static_cast<float>(r);
+  }
+  onorm::NormBackwardArgs a;
+  a.gamma = g.data();
+  a.param_dtype = ONORM_F32;
+  a.weight_offset = 1.0;
+  a.mean = mean.data();
+  a.rstd = rstd.data();
+  a.dresidual = onorm::Rows(dr.data(), rows, cols);
+  a.dgamma = dg.data();
+  a.dbeta = db.data();
+  ctx.norm_backward(onorm::Rows(x.data(), rows, cols), onorm::Rows(dy.data(), rows, cols),
+                    onorm::Rows(dx.data(), rows, cols), a);
+
+  onorm_ref::NormBackwardSpec spec;
+  spec.x = onorm_rows{x.data(), ONORM_BF16, rows, cols, cols};
+  spec.dy = onorm_rows{dy.data(), ONORM_BF16, rows, cols, cols};
+  const onorm_rows drr{dr.data(), ONORM_F32, rows, cols, cols};
+  spec.dresidual = &drr;
+  spec.gamma = g.data();
+  spec.param_dtype = ONORM_F32;
+  spec.weight_offset = 1.0;
+  spec.mean = mean.data();
+  spec.rstd = rstd.data();
+  const onorm_ref::Report rep = onorm_ref::check_norm_backward(
+      onorm_ref::compute_norm_backward(spec), onorm_rows{dx.data(), ONORM_BF16, rows, cols, cols}, dg.data(), db.data());
+  EXPECT_TRUE(rep.ok()) << rep.describe();
+
+  a.rstd = nullptr;
+  try {
+    ctx.norm_backward(onorm::Rows(x.data(), rows, cols), onorm::Rows(dy.data(), rows, cols),
+                      onorm::Rows(dx.data(), rows, cols), a);
+    ADD_FAILURE() << "no exception";
+  } catch (const onorm::Error& e) {
+    EXPECT_EQ(e.status(), ONORM_ERROR_INVALID_ARGUMENT);
+  }
+}
+
 // A count whose byte size wraps size_t must not allocate the wrapped (tiny) size: upload into
 // such a buffer would then write far past it.
 TEST(CppApi, BufferSizeOverflowThrows) {
