@@ -255,6 +255,16 @@ Result compute(Op op, const onorm_rows& x, const void* gamma, const void* beta, 
   return r;
 }
 
+namespace {
+// The scale s_j = weight_offset + gamma_j (gamma NULL: 1) of every column.
+std::vector<double> scales(const void* gamma, onorm_dtype param_dtype, double weight_offset, int64_t cols) {
+  std::vector<double> s(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c)
+    s[static_cast<size_t>(c)] = weight_offset + (gamma ? decode(gamma, param_dtype, c) : 1.0);
+  return s;
+}
+}  // namespace
+
 NormResult compute_norm(const NormSpec& sp) {
   const onorm_rows& x = sp.x;
   NormResult out;
@@ -265,9 +275,7 @@ NormResult compute_norm(const NormSpec& sp) {
   if (sp.layer) r.mean.assign(static_cast<size_t>(x.rows), 0.0);
   r.rstd.assign(static_cast<size_t>(x.rows), 0.0);
   out.h.assign(r.y.size(), 0.0);
-  out.s.assign(static_cast<size_t>(x.cols), 0.0);
-  for (int64_t c = 0; c < x.cols; ++c)
-    out.s[c] = sp.weight_offset + (sp.gamma ? decode(sp.gamma, sp.param_dtype, c) : 1.0);
+  out.s = scales(sp.gamma, sp.param_dtype, sp.weight_offset, x.cols);
   const bool wide = x.dtype == ONORM_F64 || (sp.residual && sp.residual->dtype == ONORM_F64);
   const double n = static_cast<double>(x.cols);
   for (int64_t i = 0; i < x.rows; ++i) {
@@ -429,9 +437,8 @@ NormBackwardResult compute_norm_backward(const NormBackwardSpec& sp) {
   out.dbeta = out.dgamma;
   out.dgamma_abs = out.dgamma;
   out.dbeta_abs = out.dgamma;
-  std::vector<double> s(static_cast<size_t>(cols)), g(s.size()), xhat(s.size());
-  for (int64_t c = 0; c < cols; ++c)
-    s[static_cast<size_t>(c)] = sp.weight_offset + (sp.gamma ? decode(sp.gamma, sp.param_dtype, c) : 1.0);
+  const std::vector<double> s = scales(sp.gamma, sp.param_dtype, sp.weight_offset, cols);
+  std::vector<double> g(s.size()), xhat(s.size());
   for (int64_t i = 0; i < rows; ++i) {
     const double mean = sp.layer ? static_cast<double>(sp.mean[i]) : 0.0;
     const double rstd = sp.rstd[i];

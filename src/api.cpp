@@ -87,6 +87,22 @@ onorm_status run_plain(onorm_context ctx, onorm_request& request, const onorm_ro
   return run_request(ctx, request, given, sig.inputs, sig.outputs);
 }
 
+// The head both args structs share (onorm_norm_args, onorm_norm_backward_args): a struct_size
+// at least the library's and a kind of the enum. Sets layer for a valid kind.
+onorm_status check_args_head(const char* function, const char* type, size_t struct_size, size_t expected,
+                             onorm_norm_kind kind, bool& layer) {
+  const std::string fn(function), ty(type);
+  if (struct_size < expected)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, fn + ": args->struct_size is " + std::to_string(struct_size) +
+                                                  ", smaller than sizeof(" + ty + ") = " + std::to_string(expected) +
+                                                  " (call " + ty + "_init)");
+  layer = kind == ONORM_LAYER_NORM;
+  if (!layer && kind != ONORM_RMS_NORM)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                fn + ": kind " + std::to_string(static_cast<int>(kind)) + " is not an onorm_norm_kind");
+  return ONORM_OK;
+}
+
 onorm_request request_of(onorm_op op) {
   onorm_request q{};
   q.op = op;
@@ -198,12 +214,10 @@ onorm_status onorm_norm(onorm_context ctx, const onorm_rows* x, const onorm_norm
   return guarded("onorm_norm", [&]() -> onorm_status {
     auto bad = [](const std::string& what) { return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_norm: " + what); };
     if (!args) return bad("args is NULL");
-    if (args->struct_size < sizeof(onorm_norm_args))
-      return bad("args->struct_size is " + std::to_string(args->struct_size) + ", smaller than sizeof(onorm_norm_args) = " +
-                 std::to_string(sizeof(onorm_norm_args)) + " (call onorm_norm_args_init)");
-    const bool layer = args->kind == ONORM_LAYER_NORM;
-    if (!layer && args->kind != ONORM_RMS_NORM)
-      return bad("kind " + std::to_string(static_cast<int>(args->kind)) + " is not an onorm_norm_kind");
+    bool layer = false;
+    if (onorm_status s = check_args_head("onorm_norm", "onorm_norm_args", args->struct_size, sizeof(onorm_norm_args),
+                                         args->kind, layer))
+      return s;
     if (!layer && (args->beta || args->mean)) return bad("RMSNorm takes no beta and no mean");
     if (args->residual_out && !args->residual) return bad("residual_out is given without residual");
     onorm_request q = request_of(layer ? ONORM_OP_LAYER_NORM : ONORM_OP_RMS_NORM);
@@ -265,13 +279,10 @@ onorm_status onorm_norm_backward(onorm_context ctx, const onorm_rows* x, const o
       return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_norm_backward: " + what);
     };
     if (!args) return bad("args is NULL");
-    if (args->struct_size < sizeof(onorm_norm_backward_args))
-      return bad("args->struct_size is " + std::to_string(args->struct_size) +
-                 ", smaller than sizeof(onorm_norm_backward_args) = " + std::to_string(sizeof(onorm_norm_backward_args)) +
-                 " (call onorm_norm_backward_args_init)");
-    const bool layer = args->kind == ONORM_LAYER_NORM;
-    if (!layer && args->kind != ONORM_RMS_NORM)
-      return bad("kind " + std::to_string(static_cast<int>(args->kind)) + " is not an onorm_norm_kind");
+    bool layer = false;
+    if (onorm_status s = check_args_head("onorm_norm_backward", "onorm_norm_backward_args", args->struct_size,
+                                         sizeof(onorm_norm_backward_args), args->kind, layer))
+      return s;
     if (!layer && (args->mean || args->dbeta)) return bad("RMSNorm takes no mean and no dbeta");
     onorm_request q = request_of(layer ? ONORM_OP_LAYER_NORM_BACKWARD : ONORM_OP_RMS_NORM_BACKWARD);
     q.col[0] = args->gamma;

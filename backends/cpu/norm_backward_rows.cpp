@@ -12,8 +12,9 @@ namespace {
 constexpr int64_t kColumnTile = 512;
 
 // The scale s_j = weight_offset + gamma_j.
+template <class Op>
 double scale_at(const onorm_request& q, int64_t j) {
-  const double g = q.col[0] ? load_at(q.col[0], q.col_dtype, j) : 1.0;
+  const double g = q.col[0] ? load_at(q.col[0], q.col_dtype, j) : static_cast<double>(Op::col_default(0));
   return q.col_offset[0] + g;
 }
 
@@ -25,20 +26,15 @@ void column_sums(const onorm_request& q, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t c0 = t * kColumnTile, n = std::min(kColumnTile, x.cols - c0);
-    double sums[2][kColumnTile] = {};
+    double sums[kColumnTile][2] = {};
     for (int64_t r = 0; r < x.rows; ++r) {
       const auto row = Op::template row<double>(q.row_in, r);
       const void *xr = row_of(x, r), *dyr = row_of(dy, r);
-      for (int64_t j = 0; j < n; ++j) {
-        double s[2] = {sums[0][j], sums[1][j]};
-        Op::column(s, row, load_at(xr, x.dtype, c0 + j), load_at(dyr, dy.dtype, c0 + j));
-        sums[0][j] = s[0];
-        sums[1][j] = s[1];
-      }
+      for (int64_t j = 0; j < n; ++j) Op::column(sums[j], row, load_at(xr, x.dtype, c0 + j), load_at(dyr, dy.dtype, c0 + j));
     }
     for (int k = 0; k < Op::kColOuts; ++k)
       if (q.col_out[k])
-        for (int64_t j = 0; j < n; ++j) q.col_out[k][c0 + j] = static_cast<float>(sums[k][j]);
+        for (int64_t j = 0; j < n; ++j) q.col_out[k][c0 + j] = static_cast<float>(sums[j][k]);
   }
 }
 
@@ -53,13 +49,13 @@ void rows_dx(const onorm_request& q, int threads) {
     const void *xr = row_of(x, r), *dyr = row_of(dy, r), *dr = dresidual ? row_of(q.in[2], r) : nullptr;
     typename Op::template Sums<double> s{0, 0};
     for (int64_t j = 0; j < cols; ++j)
-      Op::accumulate(s, row, load_at(xr, x.dtype, j), load_at(dyr, dy.dtype, j), scale_at(q, j));
+      Op::accumulate(s, row, load_at(xr, x.dtype, j), load_at(dyr, dy.dtype, j), scale_at<Op>(q, j));
     const auto c = Op::template coefs<double>(s, row, cols);
     // Each element is read before it is written: dx may alias x or dy.
     void* out = const_cast<void*>(row_of(dx, r));
     for (int64_t j = 0; j < cols; ++j) {
       const double d = dr ? load_at(dr, q.in[2].dtype, j) : 0.0;
-      store_at(out, dx.dtype, j, Op::dx(c, load_at(xr, x.dtype, j), load_at(dyr, dy.dtype, j), scale_at(q, j), d));
+      store_at(out, dx.dtype, j, Op::dx(c, load_at(xr, x.dtype, j), load_at(dyr, dy.dtype, j), scale_at<Op>(q, j), d));
     }
   }
 }

@@ -1,9 +1,9 @@
 // The portable row kernels of the CPU backend: plain C++ generic over the op
 // (core/ops/row_op.hpp) with core::ops::ScalarMath. They serve the dtype combinations the SIMD
 // kernels do not take (f64; f16 without F16C; softmax backward's y and dy of two dtypes), the
-// float64 fallback of ops that ask for it, and (option_rows.cpp) the norms' options. Rows are cut into fixed chunks whose states
-// merge pairwise, so accuracy holds at 2^24+ columns and the result does not depend on the
-// thread count.
+// float64 fallback of ops that ask for it, and (option_rows.cpp) the norms' options. Rows are
+// cut into fixed chunks whose states merge pairwise, so accuracy holds at 2^24+ columns and the
+// result does not depend on the thread count.
 #pragma once
 
 #include <cstring>

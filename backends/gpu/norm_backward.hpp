@@ -51,9 +51,16 @@ struct Elems<void> {
   static constexpr int kVec = 1;
   ONORM_DEV static float load(const void* p, int dt, int64_t i) { return load_dtype(p, dt, i); }
   ONORM_DEV static void store(void* p, int dt, int64_t i, float v) { store_dtype(p, dt, i, v); }
-  ONORM_DEV static void load_vec(const void* p, int64_t i, float* o) { o[0] = load(p, 0, i); }
+  ONORM_DEV static void load_vec(const void*, int64_t, float*) {}
   ONORM_DEV static void store_vec(void*, int64_t, const float*) {}
 };
+
+// V consecutive elements from i: one 16-byte vector (V == Elems<T>::kVec) or one element (V == 1).
+template <typename T, int V>
+ONORM_DEV void load_group(const void* p, int dt, int64_t i, float* o) {
+  if constexpr (V > 1) Elems<T>::load_vec(p, i, o);
+  else o[0] = Elems<T>::load(p, dt, i);
+}
 
 struct NormBackwardArgs {
   const void* x;
@@ -73,8 +80,9 @@ struct NormBackwardArgs {
 };
 
 // s_j = weight_offset + gamma_j.
+template <typename Op>
 ONORM_DEV float scale_at(const NormBackwardArgs& a, int64_t j) {
-  return a.offset + (a.gamma ? load_dtype(a.gamma, a.gt, j) : 1.0f);
+  return a.offset + (a.gamma ? load_dtype(a.gamma, a.gt, j) : Op::col_default(0));
 }
 
 constexpr int kColumnBlock = 256;
@@ -89,13 +97,8 @@ ONORM_DEV void column_partials(const NormBackwardArgs& a, int64_t j, int direct)
   for (int64_t r = r0; r < r1; ++r) {
     const auto row = Op::template row<double>(a.row_in, r);
     float xv[V], dyv[V];
-    if constexpr (V > 1) {
-      Elems<T>::load_vec(a.x, r * a.sx + j, xv);
-      Elems<T>::load_vec(a.dy, r * a.sdy + j, dyv);
-    } else {
-      xv[0] = Elems<T>::load(a.x, a.xt, r * a.sx + j);
-      dyv[0] = Elems<T>::load(a.dy, a.dyt, r * a.sdy + j);
-    }
+    load_group<T, V>(a.x, a.xt, r * a.sx + j, xv);
+    load_group<T, V>(a.dy, a.dyt, r * a.sdy + j, dyv);
 #pragma unroll
     for (int i = 0; i < V; ++i) Op::column(sums[i], row, static_cast<double>(xv[i]), static_cast<double>(dyv[i]));
   }
@@ -148,25 +151,24 @@ __global__ void __launch_bounds__(BLOCK) norm_backward_rows_kernel(NormBackwardA
     const int64_t rr = active ? row : 0;
     const int64_t n = active ? a.cols : 0;
     const auto rv = Op::template row<double>(a.row_in, rr);
-    const void* x = static_cast<const char*>(a.x);
     typename Op::template Sums<double> s{0, 0};
     constexpr int V = Elems<T>::kVec;
     if (V > 1 && a.vec) {
 #pragma unroll 2
       for (int64_t j = lane * V; j < n; j += TPR * V) {
         float xv[V], dyv[V];
-        Elems<T>::load_vec(x, rr * a.sx + j, xv);
+        Elems<T>::load_vec(a.x, rr * a.sx + j, xv);
         Elems<T>::load_vec(a.dy, rr * a.sdy + j, dyv);
 #pragma unroll
         for (int i = 0; i < V; ++i)
-          Op::accumulate(s, rv, static_cast<double>(xv[i]), static_cast<double>(dyv[i]), static_cast<double>(scale_at(a, j + i)));
+          Op::accumulate(s, rv, static_cast<double>(xv[i]), static_cast<double>(dyv[i]), static_cast<double>(scale_at<Op>(a, j + i)));
       }
     } else {
 #pragma unroll 4
       for (int64_t j = lane; j < n; j += TPR)
-        Op::accumulate(s, rv, static_cast<double>(Elems<T>::load(x, a.xt, rr * a.sx + j)),
+        Op::accumulate(s, rv, static_cast<double>(Elems<T>::load(a.x, a.xt, rr * a.sx + j)),
                        static_cast<double>(Elems<T>::load(a.dy, a.dyt, rr * a.sdy + j)),
-                       static_cast<double>(scale_at(a, j)));
+                       static_cast<double>(scale_at<Op>(a, j)));
     }
     Vals<double, 2> v{{s.g, s.gc}};
     v = row_allreduce<WARP, TPR, BLOCK>(v, lane, scratch, AddOp{});
@@ -175,12 +177,12 @@ __global__ void __launch_bounds__(BLOCK) norm_backward_rows_kernel(NormBackwardA
     if (V > 1 && a.vec) {
       for (int64_t j = lane * V; j < n; j += TPR * V) {
         float xv[V], dyv[V], out[V];
-        Elems<T>::load_vec(x, rr * a.sx + j, xv);
+        Elems<T>::load_vec(a.x, rr * a.sx + j, xv);
         Elems<T>::load_vec(a.dy, rr * a.sdy + j, dyv);
 #pragma unroll
         for (int i = 0; i < V; ++i) {
           const float d = a.dres ? load_dtype(a.dres, a.drt, rr * a.sdres + j + i) : 0.0f;
-          out[i] = Op::dx(c, xv[i], dyv[i], scale_at(a, j + i), d);
+          out[i] = Op::dx(c, xv[i], dyv[i], scale_at<Op>(a, j + i), d);
         }
         Elems<T>::store_vec(a.dx, rr * a.sdx + j, out);
       }
@@ -189,8 +191,8 @@ __global__ void __launch_bounds__(BLOCK) norm_backward_rows_kernel(NormBackwardA
 #pragma unroll 4
     for (int64_t j = lane; j < n; j += TPR) {
       const float d = a.dres ? load_dtype(a.dres, a.drt, rr * a.sdres + j) : 0.0f;
-      const float out = Op::dx(c, Elems<T>::load(x, a.xt, rr * a.sx + j), Elems<T>::load(a.dy, a.dyt, rr * a.sdy + j),
-                               scale_at(a, j), d);
+      const float out = Op::dx(c, Elems<T>::load(a.x, a.xt, rr * a.sx + j), Elems<T>::load(a.dy, a.dyt, rr * a.sdy + j),
+                               scale_at<Op>(a, j), d);
       Elems<T>::store(a.dx, a.dxt, rr * a.sdx + j, out);
     }
   }

@@ -275,6 +275,15 @@ class Tensor {
       }
     return ::testing::AssertionSuccess();
   }
+  // Every byte, guards and elements alike, still holds the poison (nothing was written).
+  ::testing::AssertionResult all_poison(const char* what) const {
+    for (size_t b = 0; b < total_; ++b)
+      if (image_[b] != kPoison)
+        return ::testing::AssertionFailure()
+               << what << ": byte " << (static_cast<long long>(b) - static_cast<long long>(kGuard + offset_))
+               << " relative to element (0,0) was written";
+    return ::testing::AssertionSuccess();
+  }
   // The whole image equals a saved one.
   ::testing::AssertionResult same_image(const std::vector<unsigned char>& saved, const char* what) const {
     if (saved.size() != image_.size()) return ::testing::AssertionFailure() << what << ": size differs";

@@ -37,9 +37,8 @@ struct NormBackward {
                                         {kLayer ? "mean" : "rstd", kLayer ? "rstd" : nullptr},
                                         kLayer ? 2 : 1,
                                         {"dgamma", kLayer ? "dbeta" : nullptr}};
-  static constexpr bool kLayerNorm = kLayer;
   static constexpr int kColOuts = kLayer ? 2 : 1;
-  ONORM_HD_INLINE static float col_default(int) { return 1.0f; }  // gamma
+  ONORM_HD_INLINE static float col_default(int) { return 1.0f; }  // gamma NULL: the scale is offset + 1
 
   template <typename T>
   struct Row {

@@ -57,7 +57,7 @@ struct Signature {
   ParamRule param_rule[1];
   // The norms' residual add (API.md, "norms with options"): an optional row tensor in[inputs]
   // (input[inputs]) added to x before the op, h = round_H(x + residual), and an optional
-  // out[outputs] (output[outputs]) that receives h. The placements do the add (kResidual).
+  // out[outputs] (output[outputs]) that receives h (the CPU: backends/cpu/option_rows.cpp).
   bool residual = false;
   // Bit i of alias[o]: out[o] may alias in[i] exactly (same data, stride and dtype size).
   unsigned alias[2] = {~0u, ~0u};
