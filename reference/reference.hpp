@@ -62,6 +62,11 @@ double ulp(double v, onorm_dtype dtype);
 double bound(Op op, onorm_dtype out_dtype, double ref, double row_mean, double row_rstd, double gamma_j,
              double scale = 0);
 
+// Whether got is dtype's rounding (to nearest even, overflow to +-inf included) of a value
+// within b of want: an output is a value held to the F32 bound and then rounded once, so next to
+// f16's overflow threshold a reference of -65519.99 with a bound of 0.7 may come back as -inf.
+bool rounds_from_within(double got, double want, double b, onorm_dtype dtype);
+
 // Compares a host copy of a backend's y (and optional mean/rstd it returned) with ref.
 struct Report {
   int64_t checked = 0, violations = 0;

@@ -93,6 +93,38 @@ TEST(Harness, ReferenceSoftmaxBackwardByHand) {
   EXPECT_FALSE(onorm_ref::check(Op::softmax_backward, r3, dxr, nullptr, ONORM_F32, nullptr, nullptr).ok());
 }
 
+// An f16 output next to the overflow threshold (65520 rounds to infinity): a reference of
+// -65519.99 with an F32 bound of 0.7 may come back as -65504 or as -inf (the rounding of
+// -65520.5, within the bound); a reference of -65500, whose bound stays clear of the threshold,
+// may not come back as -inf, nor as a finite value two ulps off.
+TEST(Harness, RoundingWithinTheBoundAtTheOverflowThreshold) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(onorm_ref::rounds_from_within(-inf, -65519.99, 0.7, ONORM_F16));
+  EXPECT_TRUE(onorm_ref::rounds_from_within(-65504.0, -65519.99, 0.7, ONORM_F16));
+  EXPECT_FALSE(onorm_ref::rounds_from_within(-inf, -65519.99, 0.001, ONORM_F16));
+  EXPECT_FALSE(onorm_ref::rounds_from_within(-inf, -65500.0, 0.7, ONORM_F16));
+  EXPECT_FALSE(onorm_ref::rounds_from_within(inf, -65519.99, 0.7, ONORM_F16));
+  EXPECT_FALSE(onorm_ref::rounds_from_within(-65440.0, -65500.0, 0.7, ONORM_F16));
+  EXPECT_FALSE(onorm_ref::rounds_from_within(std::nan(""), -65500.0, 0.7, ONORM_F16));
+  EXPECT_TRUE(onorm_ref::rounds_from_within(1.0, 1.0 + 1e-9, 1e-9, ONORM_BF16));
+
+  // Through the checker, log-softmax backward rows y = (-inf, 0, -inf) with dy = (-d, 0, d):
+  // dx = dy, bound 1e-5 d. Column 0 comes back as -inf: right for d = 65519.99, not for 65500.
+  const double y[] = {-inf, 0.0, -inf, -inf, 0.0, -inf};
+  const double dy[] = {-65519.99, 0.0, 65519.99, -65500.0, 0.0, 65500.0};
+  const onorm_rows in[2] = {{const_cast<double*>(y), ONORM_F64, 2, 3, 3}, {const_cast<double*>(dy), ONORM_F64, 2, 3, 3}};
+  const onorm_ref::Result ref = onorm_ref::compute(Op::log_softmax_backward, in, 2, nullptr, nullptr, 0.0);
+  ASSERT_EQ(ref.y.size(), 6u);
+  EXPECT_EQ(ref.y[0], -65519.99);
+  uint16_t dx[6];
+  for (int k = 0; k < 6; ++k) onorm_ref::encode(k % 3 == 0 ? -inf : ref.y[k], dx, ONORM_F16, k);
+  const onorm_rows dxr{dx, ONORM_F16, 2, 3, 3};
+  const onorm_ref::Report rep = onorm_ref::check(Op::log_softmax_backward, ref, dxr, nullptr, ONORM_F32, nullptr, nullptr);
+  EXPECT_EQ(rep.violations, 1);
+  EXPECT_EQ(rep.first_row, 1);
+  EXPECT_EQ(rep.first_col, 0);
+}
+
 // The reference's log-softmax backward by hand: y = (0, log 0.5 = -ln 2), dy = (1, 3): s = 4,
 // dx = (1 - 4, 3 - 2) = (-3, 1), bound scales (1 + 4, 3 + 2); a NaN in y makes its row NaN (a
 // -inf beside it does not hide it); y above 0 (1, 2) is taken as given.
