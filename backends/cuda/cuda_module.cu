@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cuda_context.hpp"
+#include "norm_options.hpp"
 #include "tune.hpp"
 
 namespace onorm {
@@ -128,8 +129,8 @@ onorm_status synchronize(void* impl, char* err, size_t err_len) {
   return ONORM_OK;
 }
 
-int supports_dtype(void*, onorm_dtype dtype, int) {
-  return dtype == ONORM_F32 || dtype == ONORM_F16 || dtype == ONORM_BF16;
+int supports_dtype(void*, onorm_dtype dtype, int is_input) {
+  return gpu::supports_dtype(dtype, is_input);
 }
 
 onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) {
@@ -138,9 +139,8 @@ onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) 
   // One request at a time per context: the stream and the workspace are shared state.
   std::lock_guard<std::mutex> lock(ctx->mu);
   if (core::ops::is_column_op(q->op)) return run_norm_backward(*ctx, *q, err, err_len);
-  return gpu::visit_request(*q, [&](auto op, auto in) {
-    return run_rows<decltype(op), typename decltype(in)::type>(*ctx, *q, err, err_len);
-  }, err, err_len);
+  if (gpu::needs_norm_options(*q)) return run_norm_options(*ctx, *q, err, err_len);
+  return run_plan(*ctx, *q, err, err_len);
 }
 
 onorm_status alloc(void* impl, size_t bytes, void** out, char* err, size_t err_len) {

@@ -153,5 +153,21 @@ ONORM_DEV void store_one_item(Out* p, int c, int n, bool aligned, const float* v
   }
 }
 
+// An element of a run-time dtype (kF32, kF16, kBF16).
+ONORM_DEV float load_dtype(const void* p, int dt, int64_t i) {
+  switch (dt) {
+    case kF32: return static_cast<const float*>(p)[i];
+    case kF16: return io<core::f16_bits>::load1(static_cast<const core::f16_bits*>(p) + i);
+    default: return io<core::bf16_bits>::load1(static_cast<const core::bf16_bits*>(p) + i);
+  }
+}
+ONORM_DEV void store_dtype(void* p, int dt, int64_t i, float v) {
+  switch (dt) {
+    case kF32: static_cast<float*>(p)[i] = v; break;
+    case kF16: io<core::f16_bits>::store1(static_cast<core::f16_bits*>(p) + i, v); break;
+    default: io<core::bf16_bits>::store1(static_cast<core::bf16_bits*>(p) + i, v); break;
+  }
+}
+
 }  // namespace gpu
 }  // namespace onorm

@@ -19,22 +19,6 @@
 namespace onorm {
 namespace gpu {
 
-// An element of a run-time dtype (kF32, kF16, kBF16).
-ONORM_DEV float load_dtype(const void* p, int dt, int64_t i) {
-  switch (dt) {
-    case kF32: return static_cast<const float*>(p)[i];
-    case kF16: return io<core::f16_bits>::load1(static_cast<const core::f16_bits*>(p) + i);
-    default: return io<core::bf16_bits>::load1(static_cast<const core::bf16_bits*>(p) + i);
-  }
-}
-ONORM_DEV void store_dtype(void* p, int dt, int64_t i, float v) {
-  switch (dt) {
-    case kF32: static_cast<float*>(p)[i] = v; break;
-    case kF16: io<core::f16_bits>::store1(static_cast<core::f16_bits*>(p) + i, v); break;
-    default: io<core::bf16_bits>::store1(static_cast<core::bf16_bits*>(p) + i, v); break;
-  }
-}
-
 // The row tensors x, dy, dx of element type T, or (T = void) each of its own run-time dtype.
 // Typed tensors also move kVec elements (16 bytes) at a time where the launch found every row
 // aligned (NormBackwardArgs::vec).

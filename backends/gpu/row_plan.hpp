@@ -315,16 +315,13 @@ onorm_status visit_dtype(int dtype, F&& f, char* err, size_t err_len) {
 }
 
 // f(op, type_tag<In>{}) for a request's op and first input's element type: the unit a backend
-// instantiates per translation unit.
-// The norms' residual add and quantized outputs are not built on GPUs yet (param_dtype and
-// weight_offset are: Columns; an offset on column 1 has no API).
+// instantiates per translation unit. The norms' residual add and quantized outputs run around
+// the plan (norm_options.hpp), which never sees them; an offset on column 1 has no API.
 template <typename F>
 onorm_status visit_request(const onorm_request& q, F&& f, char* err, size_t err_len) {
   if (has_residual(q) || is_quantized(q.out[0].dtype) || q.col_offset[1] != 0.0) {
-    if (err && err_len)
-      std::snprintf(err, err_len, "gpu: the norms' residual add and quantized outputs are not built for GPUs yet "
-                                  "(the CPU backend runs them)");
-    return ONORM_ERROR_UNSUPPORTED;
+    if (err && err_len) std::snprintf(err, err_len, "gpu: the row plan takes no residual, quantized output or column-1 offset");
+    return ONORM_ERROR_INTERNAL;
   }
   return core::ops::visit(q.op, [&](auto op) {
     return visit_dtype(q.in[0].dtype, [&](auto in) { return f(op, in); }, err, err_len);

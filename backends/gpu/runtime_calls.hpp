@@ -22,6 +22,10 @@
   onorm_status zero(void* p, size_t n) {                                                                  \
     return try_call(P##MemsetAsync(p, 0, n, ctx_.stream), #P "MemsetAsync(workspace)");                   \
   }                                                                                                       \
+  onorm_status malloc_async(void** p, size_t n) {                                                         \
+    return try_call(P##MallocAsync(p, n, ctx_.stream), #P "MallocAsync(staging)");                        \
+  }                                                                                                       \
+  onorm_status free_async(void* p) { return try_call(P##FreeAsync(p, ctx_.stream), #P "FreeAsync(staging)"); } \
   onorm_status stream_wait_event() {                                                                      \
     return try_call(P##StreamWaitEvent(ctx_.stream, ctx_.ws_event, 0), #P "StreamWaitEvent");             \
   }                                                                                                       \

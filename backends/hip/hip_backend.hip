@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend_interface.h"
+#include "gpu/norm_options.hpp"
 #include "hip_check.hpp"
 #include "hip_context.hpp"
 
@@ -116,8 +117,8 @@ onorm_status synchronize(void* impl, char* err, size_t err_len) {
   return ONORM_OK;
 }
 
-int supports_dtype(void*, onorm_dtype dtype, int) {
-  return dtype == ONORM_F32 || dtype == ONORM_F16 || dtype == ONORM_BF16;
+int supports_dtype(void*, onorm_dtype dtype, int is_input) {
+  return gpu::supports_dtype(dtype, is_input);
 }
 
 template <int W>
@@ -125,9 +126,8 @@ onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_
   // One request at a time per context: the stream and the workspace are shared state.
   std::lock_guard<std::mutex> lock(ctx.mu);
   if (core::ops::is_column_op(q.op)) return run_norm_backward<W>(ctx, q, err, err_len);
-  return gpu::visit_request(q, [&](auto op, auto in) {
-    return run_rows<W, decltype(op), typename decltype(in)::type>(ctx, q, err, err_len);
-  }, err, err_len);
+  if (gpu::needs_norm_options(q)) return run_norm_options<W>(ctx, q, err, err_len);
+  return run_plan<W>(ctx, q, err, err_len);
 }
 
 onorm_status run(void* impl, const onorm_request* request, char* err, size_t err_len) {

@@ -190,6 +190,39 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
         });
         report(onorm_ref::op_name(op), ms, 3.0 * bytes);
       }
+      // RMSNorm with the residual add: reads x and the residual, writes h (residual_out) and y
+      // (4x the bytes of x); RMSNorm to E4M3 with a dynamic per-row scale: reads x, writes a byte
+      // per element.
+      const bool stats_fit = rows <= (1 << 22);
+      {
+        const double ms = time_it([&](int s) {
+          onorm_rows x{xs[s], dt, rows, cols, cols}, r{xs[s ^ 1], dt, rows, cols, cols}, h{ys[s ^ 1], dt, rows, cols, cols},
+              y{ys[s], dt, rows, cols, cols};
+          onorm_norm_args a;
+          onorm_norm_args_init(&a, ONORM_RMS_NORM);
+          a.gamma = g;
+          a.param_dtype = dt;
+          a.eps = 1e-5;
+          a.residual = &r;
+          a.residual_out = &h;
+          a.rstd = stats_fit ? rstd : nullptr;
+          OK(onorm_norm(ctx, &x, &a, &y));
+        });
+        report("add_rms_norm", ms, 4.0 * bytes);
+      }
+      if (stats_fit) {
+        const double ms = time_it([&](int s) {
+          onorm_rows x{xs[s], dt, rows, cols, cols}, y{ys[s], ONORM_F8_E4M3, rows, cols, cols};
+          onorm_norm_args a;
+          onorm_norm_args_init(&a, ONORM_RMS_NORM);
+          a.gamma = g;
+          a.param_dtype = dt;
+          a.eps = 1e-5;
+          a.y_scale = mean;
+          OK(onorm_norm(ctx, &x, &a, &y));
+        });
+        report("rms_norm_fp8", ms, double(bytes) + double(rows * cols));
+      }
       // The norms' backward: reads x and dy, writes dx (3x the bytes of x), and the column sums
       // dgamma (and dbeta) of every row.
       for (bool layer : {true, false}) {
