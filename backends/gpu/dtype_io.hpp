@@ -169,5 +169,31 @@ ONORM_DEV void store_dtype(void* p, int dt, int64_t i, float v) {
   }
 }
 
+// Row tensors of element type T, or (T = void) each of its own run-time dtype. Typed tensors
+// also move kVec elements (16 bytes) at a time where the launch found every row aligned.
+template <typename T>
+struct Elems {
+  static constexpr int kVec = io<T>::kVec;
+  ONORM_DEV static float load(const void* p, int, int64_t i) { return io<T>::load1(static_cast<const T*>(p) + i); }
+  ONORM_DEV static void store(void* p, int, int64_t i, float v) { io<T>::store1(static_cast<T*>(p) + i, v); }
+  ONORM_DEV static void load_vec(const void* p, int64_t i, float* o) { io<T>::load_vec(static_cast<const T*>(p) + i, o); }
+  ONORM_DEV static void store_vec(void* p, int64_t i, const float* v) { gpu::store_vec<T, kVec>(static_cast<T*>(p) + i, v); }
+};
+template <>
+struct Elems<void> {
+  static constexpr int kVec = 1;
+  ONORM_DEV static float load(const void* p, int dt, int64_t i) { return load_dtype(p, dt, i); }
+  ONORM_DEV static void store(void* p, int dt, int64_t i, float v) { store_dtype(p, dt, i, v); }
+  ONORM_DEV static void load_vec(const void*, int64_t, float*) {}
+  ONORM_DEV static void store_vec(void*, int64_t, const float*) {}
+};
+
+// V consecutive elements from i: one 16-byte vector (V == Elems<T>::kVec) or one element (V == 1).
+template <typename T, int V>
+ONORM_DEV void load_group(const void* p, int dt, int64_t i, float* o) {
+  if constexpr (V > 1) Elems<T>::load_vec(p, i, o);
+  else o[0] = Elems<T>::load(p, dt, i);
+}
+
 }  // namespace gpu
 }  // namespace onorm

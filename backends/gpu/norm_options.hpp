@@ -4,8 +4,9 @@
 //                         into a staging buffer of x's dtype when there is none;
 //   the row plan          the norm of h (or x), a request without these options: into y, or
 //                         into a float staging buffer when y is quantized;
-//   quantize_rows_kernel  a block per row: the row's scale (dynamic: max |v| / Q, written to
-//                         y_scale; or the static one), then q = quant(v / scale) (core/quantize.hpp).
+//   the quantizer         a warp per row, or blocks per chunk of longer rows: the row's scale
+//                         (dynamic: max |v| / Q, written to y_scale; or the static one), then
+//                         q = quant(v / scale) (core/quantize.hpp).
 // A row's results depend on that row alone (batch invariance), so the batches change no bit.
 // Staging memory is stream-ordered (the runtime's malloc_async / free_async): at most
 // kStagingBytes a batch, or one row where a row alone needs more.
@@ -54,19 +55,55 @@ struct ResidualArgs {
   int64_t sx, sr, sh;  // row strides in elements
   int xt, rt, ht;      // kF32, kF16, kBF16
   int64_t rows, cols;
+  int col_threads;     // threads of a block per row (a power of two): short rows share a block
 };
 
 // The add in float, rounded once to H by the store. Each element is read and written by one
-// thread: residual_out may be x or the residual.
-template <int BLOCK>
+// thread: residual_out may be x or the residual. T: x, residual and h of that one type, every
+// row 16-byte aligned and cols a multiple of its vector (16 bytes a load); void: each of its
+// own run-time dtype, an element a load.
+template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) residual_add_kernel(ResidualArgs a) {
-  for (int64_t r = blockIdx.y; r < a.rows; r += gridDim.y)
-    for (int64_t j = static_cast<int64_t>(blockIdx.x) * BLOCK + threadIdx.x; j < a.cols;
-         j += static_cast<int64_t>(gridDim.x) * BLOCK) {
-      const double h = core::residual_add<float>(load_dtype(a.x, a.xt, r * a.sx + j), load_dtype(a.r, a.rt, r * a.sr + j),
-                                                 false);
-      store_dtype(a.h, a.ht, r * a.sh + j, static_cast<float>(h));
+  constexpr int V = Elems<T>::kVec;
+  const int ct = a.col_threads, per_block = BLOCK / ct;
+  const int lane = static_cast<int>(threadIdx.x) % ct, sub = static_cast<int>(threadIdx.x) / ct;
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * per_block + sub; r < a.rows;
+       r += static_cast<int64_t>(gridDim.y) * per_block)
+    for (int64_t j = (static_cast<int64_t>(blockIdx.x) * ct + lane) * V; j < a.cols;
+         j += static_cast<int64_t>(gridDim.x) * ct * V) {
+      float x[V], res[V], h[V];
+      load_group<T, V>(a.x, a.xt, r * a.sx + j, x);
+      load_group<T, V>(a.r, a.rt, r * a.sr + j, res);
+#pragma unroll
+      for (int i = 0; i < V; ++i) h[i] = static_cast<float>(core::residual_add<float>(x[i], res[i], false));
+      if constexpr (V > 1) Elems<T>::store_vec(a.h, r * a.sh + j, h);
+      else Elems<T>::store(a.h, a.ht, r * a.sh + j, h[0]);
     }
+}
+
+// Threads per row (a power of two, up to the block), so short rows share a block; grid (column
+// blocks, row blocks).
+template <typename T, typename Stream>
+void launch_residual_add(ResidualArgs a, Stream stream) {
+  const int64_t units = (a.cols + Elems<T>::kVec - 1) / Elems<T>::kVec;
+  int ct = 1;
+  while (ct < kOptionsBlock && ct < units) ct *= 2;
+  a.col_threads = ct;
+  const int64_t per_block = kOptionsBlock / ct;
+  const int64_t gx = std::min<int64_t>((units + ct - 1) / ct, 1024);
+  const int64_t gy = std::min<int64_t>((a.rows + per_block - 1) / per_block, 65535);
+  residual_add_kernel<T, kOptionsBlock>
+      <<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), kOptionsBlock, 0, stream>>>(a);
+}
+
+// Whether x, the residual and h can take the typed kernel of 16-byte vectors.
+inline bool residual_vectors(const onorm_rows& x, const onorm_rows& r, const onorm_rows& h) {
+  if (x.dtype != r.dtype || x.dtype != h.dtype) return false;
+  const int64_t es = bytes_of(x.dtype);
+  auto aligned = [&](const onorm_rows& t) {
+    return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && (t.row_stride * es) % 16 == 0;
+  };
+  return aligned(x) && aligned(r) && aligned(h) && x.cols % (16 / es) == 0;
 }
 
 struct QuantizeArgs {
@@ -79,26 +116,72 @@ struct QuantizeArgs {
   int64_t rows, cols;
 };
 
-template <int WARP>
+// One element of a row: q = quant(v / scale); the static scale divides in double (it may be
+// below FLT_MIN).
+ONORM_DEV void quantize_at(const QuantizeArgs& a, int64_t r, int64_t j, float scale) {
+  const float v = a.v[r * a.cols + j];
+  const float s = a.y_scale ? v / scale : static_cast<float>(v / a.static_scale);
+  if (a.e4m3) static_cast<uint8_t*>(a.q)[r * a.sq + j] = core::quantize_e4m3(s);
+  else static_cast<int8_t*>(a.q)[r * a.sq + j] = core::quantize_i8(s);
+}
+
+// Rows of up to kWarpRowCols: TPR threads per row (a warp), the scale and the row in one pass
+// each. Every thread of the block takes part in each round's reduction, past the last row too.
+template <int WARP, int TPR>
 __global__ void __launch_bounds__(kOptionsBlock) quantize_rows_kernel(QuantizeArgs a) {
+  constexpr int GPB = kOptionsBlock / TPR;  // rows per block
   __shared__ float scratch[kOptionsBlock / WARP];
   const float q_max = a.e4m3 ? core::kE4M3Max : core::kI8Max;
-  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
-    const float* v = a.v + r * a.cols;
+  const int lane = static_cast<int>(threadIdx.x) % TPR;
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * GPB; first < a.rows;
+       first += static_cast<int64_t>(gridDim.x) * GPB) {
+    const int64_t r = first + static_cast<int>(threadIdx.x) / TPR;
+    const bool active = r < a.rows;
+    const int64_t n = active ? a.cols : 0;
     float scale = 0.0f;
     if (a.y_scale) {
       float m = 0.0f;
-      for (int64_t j = threadIdx.x; j < a.cols; j += kOptionsBlock) m = core::nan_max_abs(m, v[j]);
-      m = block_allreduce<WARP, kOptionsBlock>(m, scratch, MaxOp{});
+      for (int64_t j = lane; j < n; j += TPR) m = core::nan_max_abs(m, a.v[r * a.cols + j]);
+      m = row_allreduce<WARP, TPR, kOptionsBlock>(m, lane, scratch, MaxOp{});
       scale = core::quant_scale(m, q_max);
-      if (threadIdx.x == 0) a.y_scale[r] = scale;
+      if (active && lane == 0) a.y_scale[r] = scale;
     }
-    for (int64_t j = threadIdx.x; j < a.cols; j += kOptionsBlock) {
-      const float s = a.y_scale ? v[j] / scale : static_cast<float>(v[j] / a.static_scale);
-      if (a.e4m3) static_cast<uint8_t*>(a.q)[r * a.sq + j] = core::quantize_e4m3(s);
-      else static_cast<int8_t*>(a.q)[r * a.sq + j] = core::quantize_i8(s);
-    }
+    for (int64_t j = lane; j < n; j += TPR) quantize_at(a, r, j, scale);
   }
+}
+constexpr int64_t kWarpRowCols = 4096;
+
+// Longer rows in chunks of kQuantChunk, a block each (grid: chunks, rows): chunk_max_kernel
+// writes each chunk's largest |v|, quantize_chunks_kernel takes the row's scale from them (a
+// maximum: the same in any order) and quantizes its chunk.
+constexpr int64_t kQuantChunk = int64_t(kOptionsBlock) * 16;
+
+template <int WARP>
+__global__ void __launch_bounds__(kOptionsBlock) chunk_max_kernel(QuantizeArgs a, float* chunk_max, int64_t chunks) {
+  __shared__ float scratch[kOptionsBlock / WARP];
+  const int64_t r = blockIdx.y, c0 = static_cast<int64_t>(blockIdx.x) * kQuantChunk;
+  const int64_t end = std::min(c0 + kQuantChunk, a.cols);
+  float m = 0.0f;
+  for (int64_t j = c0 + threadIdx.x; j < end; j += kOptionsBlock) m = core::nan_max_abs(m, a.v[r * a.cols + j]);
+  m = block_allreduce<WARP, kOptionsBlock>(m, scratch, MaxOp{});
+  if (threadIdx.x == 0) chunk_max[r * chunks + blockIdx.x] = m;
+}
+
+template <int WARP>
+__global__ void __launch_bounds__(kOptionsBlock) quantize_chunks_kernel(QuantizeArgs a, const float* chunk_max,
+                                                                        int64_t chunks) {
+  __shared__ float scratch[kOptionsBlock / WARP];
+  const int64_t r = blockIdx.y, c0 = static_cast<int64_t>(blockIdx.x) * kQuantChunk;
+  float scale = 0.0f;
+  if (a.y_scale) {
+    float m = 0.0f;
+    for (int64_t k = threadIdx.x; k < chunks; k += kOptionsBlock) m = core::nan_max(m, chunk_max[r * chunks + k]);
+    m = block_allreduce<WARP, kOptionsBlock>(m, scratch, MaxOp{});
+    scale = core::quant_scale(m, a.e4m3 ? core::kE4M3Max : core::kI8Max);
+    if (blockIdx.x == 0 && threadIdx.x == 0) a.y_scale[r] = scale;
+  }
+  const int64_t end = std::min(c0 + kQuantChunk, a.cols);
+  for (int64_t j = c0 + threadIdx.x; j < end; j += kOptionsBlock) quantize_at(a, r, j, scale);
 }
 
 // Runs a validated norm request with a residual and/or a quantized y on warp width WARP; plan(p)
@@ -115,12 +198,17 @@ onorm_status run_norm_options(Rt& rt, const onorm_request& q, Plan&& plan) {
   const int64_t rows = x.rows, cols = x.cols;
   const int64_t h_row = stage_h ? cols * bytes_of(x.dtype) : 0;
   const int64_t v_row = quantized ? cols * 4 : 0;
-  const int64_t batch = h_row + v_row == 0 ? rows : std::max<int64_t>(1, std::min<int64_t>(rows, kStagingBytes / (h_row + v_row)));
-  const int64_t h_bytes = (batch * h_row + 255) / 256 * 256;  // the float buffer after it, aligned
+  // Rows quantized in chunks need each chunk's maximum: a float per chunk, after the floats.
+  const int64_t chunks = (cols + kQuantChunk - 1) / kQuantChunk;
+  const int64_t m_row = quantized && cols > kWarpRowCols ? chunks * 4 : 0;
+  const int64_t per_row = h_row + v_row + m_row;
+  const int64_t batch = per_row == 0 ? rows : std::max<int64_t>(1, std::min<int64_t>(rows, kStagingBytes / per_row));
+  const int64_t h_bytes = (batch * h_row + 255) / 256 * 256;  // the floats after it, aligned
   void* staging = nullptr;
-  if (h_row + v_row > 0)
-    if (onorm_status s = rt.malloc_async(&staging, static_cast<size_t>(h_bytes + batch * v_row))) return s;
-  float* v_stage = reinterpret_cast<float*>(static_cast<char*>(staging) + h_bytes);
+  if (per_row > 0)
+    if (onorm_status s = rt.malloc_async(&staging, static_cast<size_t>(h_bytes + batch * (v_row + m_row)))) return s;
+  float* v_stage = quantized ? reinterpret_cast<float*>(static_cast<char*>(staging) + h_bytes) : nullptr;
+  float* chunk_max = m_row > 0 ? v_stage + batch * cols : nullptr;
   onorm_status status = ONORM_OK;
   for (int64_t r0 = 0; r0 < rows && status == ONORM_OK; r0 += batch) {
     const int64_t n = std::min(batch, rows - r0);
@@ -138,10 +226,11 @@ onorm_status run_norm_options(Rt& rt, const onorm_request& q, Plan&& plan) {
       const onorm_rows r = rows_slice(*res, r0, n);
       const onorm_rows h = res_out ? rows_slice(*res_out, r0, n) : onorm_rows{staging, x.dtype, n, cols, cols};
       const ResidualArgs ra{p.in[0].data, r.data, h.data, p.in[0].row_stride, r.row_stride, h.row_stride,
-                            p.in[0].dtype, r.dtype, h.dtype, n, cols};
-      const unsigned gx = static_cast<unsigned>(std::min<int64_t>((cols + kOptionsBlock - 1) / kOptionsBlock, 1024));
-      residual_add_kernel<kOptionsBlock><<<dim3(gx, static_cast<unsigned>(std::min<int64_t>(n, 65535))), kOptionsBlock, 0,
-                            rt.stream()>>>(ra);
+                            p.in[0].dtype, r.dtype, h.dtype, n, cols, 1};
+      if (!residual_vectors(p.in[0], r, h)) launch_residual_add<void>(ra, rt.stream());
+      else if (x.dtype == ONORM_F32) launch_residual_add<float>(ra, rt.stream());
+      else if (x.dtype == ONORM_F16) launch_residual_add<core::f16_bits>(ra, rt.stream());
+      else launch_residual_add<core::bf16_bits>(ra, rt.stream());
       if ((status = rt.check("residual add launch"))) break;
       p.in[0] = h;
     }
@@ -151,7 +240,18 @@ onorm_status run_norm_options(Rt& rt, const onorm_request& q, Plan&& plan) {
     if (quantized) {
       const QuantizeArgs qa{v_stage, y_rows.data, y_rows.row_stride, y.dtype == ONORM_F8_E4M3,
                             q.y_scale ? q.y_scale + r0 : nullptr, q.y_static_scale, n, cols};
-      quantize_rows_kernel<WARP><<<static_cast<unsigned>(std::min<int64_t>(n, 1 << 20)), kOptionsBlock, 0, rt.stream()>>>(qa);
+      if (cols <= kWarpRowCols) {
+        constexpr int64_t kGpb = kOptionsBlock / WARP;
+        const int64_t blocks = std::min((n + kGpb - 1) / kGpb, int64_t(32) * rt.caps().sms);
+        quantize_rows_kernel<WARP, WARP><<<static_cast<unsigned>(blocks), kOptionsBlock, 0, rt.stream()>>>(qa);
+      } else {
+        const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(n));
+        if (qa.y_scale) {
+          chunk_max_kernel<WARP><<<grid, kOptionsBlock, 0, rt.stream()>>>(qa, chunk_max, chunks);
+          if ((status = rt.check("quantize chunk max launch"))) break;
+        }
+        quantize_chunks_kernel<WARP><<<grid, kOptionsBlock, 0, rt.stream()>>>(qa, chunk_max, chunks);
+      }
       status = rt.check("quantize launch");
     }
   }

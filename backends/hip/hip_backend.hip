@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend_interface.h"
+#include "gpu/alignment.hpp"
 #include "gpu/norm_options.hpp"
 #include "hip_check.hpp"
 #include "hip_context.hpp"
@@ -125,6 +126,7 @@ template <int W>
 onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
   // One request at a time per context: the stream and the workspace are shared state.
   std::lock_guard<std::mutex> lock(ctx.mu);
+  if (onorm_status s = gpu::check_alignment(q, err, err_len)) return s;
   if (core::ops::is_column_op(q.op)) return run_norm_backward<W>(ctx, q, err, err_len);
   if (gpu::needs_norm_options(q)) return run_norm_options<W>(ctx, q, err, err_len);
   return run_plan<W>(ctx, q, err, err_len);
