@@ -3,7 +3,7 @@
 // quantized outputs (dynamic and static scales) against the float64 reference, in random
 // combinations of dtypes, widths, strides and offsets, with NaN and zero rows; the allowed
 // aliases in place; every bad argument refused with nothing written. Every option runs on
-// every backend (F64 on the CPU only).
+// every backend (F64 on the CPU only; a GPU refuses an f32 tensor off its 4-byte alignment).
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -210,6 +210,12 @@ TEST_P(NormArgs, OptionsAgainstTheReference) {
     SCOPED_TRACE(describe(p));
     NormCall run(ctx, p, rng);
     const onorm_status st = run.call(ctx, p);
+    // residual_out lies 2 bytes past alignment: an f32 one is beyond a GPU's reach.
+    if (is_gpu(be) && p.residual_out == ONORM_F32) {
+      EXPECT_EQ(st, ONORM_ERROR_UNSUPPORTED) << onorm_last_error();
+      run.expect_untouched();
+      continue;
+    }
     ASSERT_EQ(st, ONORM_OK) << onorm_last_error();
     run.check(ctx, p);
   }
