@@ -160,7 +160,7 @@ template <int WARP>
 __global__ void __launch_bounds__(kOptionsBlock) chunk_max_kernel(QuantizeArgs a, float* chunk_max, int64_t chunks) {
   __shared__ float scratch[kOptionsBlock / WARP];
   const int64_t r = blockIdx.y, c0 = static_cast<int64_t>(blockIdx.x) * kQuantChunk;
-  const int64_t end = std::min(c0 + kQuantChunk, a.cols);
+  const int64_t end = c0 + kQuantChunk < a.cols ? c0 + kQuantChunk : a.cols;
   float m = 0.0f;
   for (int64_t j = c0 + threadIdx.x; j < end; j += kOptionsBlock) m = core::nan_max_abs(m, a.v[r * a.cols + j]);
   m = block_allreduce<WARP, kOptionsBlock>(m, scratch, MaxOp{});
@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(kOptionsBlock) quantize_chunks_kernel(Quantize
     scale = core::quant_scale(m, a.e4m3 ? core::kE4M3Max : core::kI8Max);
     if (blockIdx.x == 0 && threadIdx.x == 0) a.y_scale[r] = scale;
   }
-  const int64_t end = std::min(c0 + kQuantChunk, a.cols);
+  const int64_t end = c0 + kQuantChunk < a.cols ? c0 + kQuantChunk : a.cols;
   for (int64_t j = c0 + threadIdx.x; j < end; j += kOptionsBlock) quantize_at(a, r, j, scale);
 }
 
