@@ -47,12 +47,9 @@ onorm_status run_norm_backward(CudaContext& ctx, const onorm_request& q, char* e
 // with ctx.mu held.
 onorm_status run_norm_options(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
 
-// Runs a validated request of a row op without those options through the row plan.
-inline onorm_status run_plan(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len) {
-  return gpu::visit_request(q, [&](auto op, auto in) {
-    return run_rows<decltype(op), typename decltype(in)::type>(ctx, q, err, err_len);
-  }, err, err_len);
-}
+// Runs a validated request of a row op without those options through the row plan
+// (cuda_module.cu: the row kernels are instantiated in their own files only).
+onorm_status run_plan(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
 
 }  // namespace cuda
 }  // namespace onorm

@@ -17,6 +17,12 @@
 namespace onorm {
 namespace cuda {
 
+onorm_status run_plan(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len) {
+  return gpu::visit_request(q, [&](auto op, auto in) {
+    return run_rows<decltype(op), typename decltype(in)::type>(ctx, q, err, err_len);
+  }, err, err_len);
+}
+
 namespace {
 
 int device_count(char* why, size_t why_len) {

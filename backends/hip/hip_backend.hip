@@ -122,6 +122,21 @@ int supports_dtype(void*, onorm_dtype dtype, int is_input) {
   return gpu::supports_dtype(dtype, is_input);
 }
 
+}  // namespace
+
+template <int W>
+onorm_status run_plan(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
+  return gpu::visit_request(q, [&](auto op, auto in) {
+    return run_rows<W, decltype(op), typename decltype(in)::type>(ctx, q, err, err_len);
+  }, err, err_len);
+}
+template onorm_status run_plan<32>(HipContext&, const onorm_request&, char*, size_t);
+#if !defined(__HIP_PLATFORM_NVIDIA__)  // NVIDIA GPUs have no 64-wide warps (hip_rows.hip.in)
+template onorm_status run_plan<64>(HipContext&, const onorm_request&, char*, size_t);
+#endif
+
+namespace {
+
 template <int W>
 onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
   // One request at a time per context: the stream and the workspace are shared state.

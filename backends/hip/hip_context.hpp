@@ -50,13 +50,10 @@ onorm_status run_norm_backward(HipContext& ctx, const onorm_request& request, ch
 template <int W>
 onorm_status run_norm_options(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
 
-// Runs a validated request of a row op without those options through the row plan.
+// Runs a validated request of a row op without those options through the row plan
+// (hip_backend.hip: the row kernels are instantiated in their own files only).
 template <int W>
-onorm_status run_plan(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
-  return gpu::visit_request(q, [&](auto op, auto in) {
-    return run_rows<W, decltype(op), typename decltype(in)::type>(ctx, q, err, err_len);
-  }, err, err_len);
-}
+onorm_status run_plan(HipContext& ctx, const onorm_request& q, char* err, size_t err_len);
 
 }  // namespace hip
 }  // namespace onorm
