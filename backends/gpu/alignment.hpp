@@ -8,14 +8,13 @@
 #include <cstdio>
 
 #include "backend_interface.h"
+#include "row_args.hpp"
 
 namespace onorm {
 namespace gpu {
 
 inline onorm_status check_alignment(const onorm_request& q, char* err, size_t err_len) {
-  auto size_of = [](onorm_dtype t) -> uintptr_t {
-    return t == ONORM_F64 ? 8 : t == ONORM_F32 ? 4 : t == ONORM_F16 || t == ONORM_BF16 ? 2 : 1;
-  };
+  auto size_of = [](onorm_dtype t) { return static_cast<uintptr_t>(dtype_size(t)); };
   auto refuse = [&](const char* what, int k, uintptr_t size) {
     if (err && err_len)
       std::snprintf(err, err_len, "gpu: %s %d is not aligned to its element size (%u bytes); GPUs cannot access it",

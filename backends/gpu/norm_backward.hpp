@@ -234,11 +234,7 @@ onorm_status run_norm_backward(Rt& rt, const onorm_request& q) {
     using Op = decltype(op);
     // One element type for x, dy and dx: typed loads; otherwise each by its run-time dtype.
     if (x.dtype == dy.dtype && x.dtype == dx.dtype) {
-      const int64_t es = x.dtype == ONORM_F32 ? 4 : 2, vec = 16 / es;
-      auto aligned = [&](const onorm_rows& t) {
-        return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && (t.row_stride * es) % 16 == 0;
-      };
-      a.vec = aligned(x) && aligned(dy) && aligned(dx) && x.cols % vec == 0;
+      a.vec = rows_aligned16(x) && rows_aligned16(dy) && rows_aligned16(dx) && x.cols % (16 / dtype_size(x.dtype)) == 0;
       if (x.dtype == ONORM_F32) return launch_norm_backward<Op, float, WARP>(rt, a);
       if (x.dtype == ONORM_F16) return launch_norm_backward<Op, core::f16_bits, WARP>(rt, a);
       return launch_norm_backward<Op, core::bf16_bits, WARP>(rt, a);

@@ -21,6 +21,7 @@
 #include "onlinenorm/core/residual.hpp"
 #include "reduce.hpp"
 #include "request_form.hpp"
+#include "row_args.hpp"
 
 namespace onorm {
 namespace gpu {
@@ -33,14 +34,10 @@ inline int supports_dtype(onorm_dtype t, int is_input) {
   return t == ONORM_F32 || t == ONORM_F16 || t == ONORM_BF16 || (!is_input && is_quantized(t));
 }
 
-inline int64_t bytes_of(onorm_dtype t) {
-  return t == ONORM_F64 ? 8 : t == ONORM_F32 ? 4 : t == ONORM_F16 || t == ONORM_BF16 ? 2 : 1;
-}
-
 // Rows [r0, r0 + n) of a row tensor.
 inline onorm_rows rows_slice(const onorm_rows& t, int64_t r0, int64_t n) {
   onorm_rows s = t;
-  s.data = static_cast<char*>(t.data) + r0 * t.row_stride * bytes_of(t.dtype);
+  s.data = static_cast<char*>(t.data) + r0 * t.row_stride * dtype_size(t.dtype);
   s.rows = n;
   return s;
 }
@@ -98,12 +95,8 @@ void launch_residual_add(ResidualArgs a, Stream stream) {
 
 // Whether x, the residual and h can take the typed kernel of 16-byte vectors.
 inline bool residual_vectors(const onorm_rows& x, const onorm_rows& r, const onorm_rows& h) {
-  if (x.dtype != r.dtype || x.dtype != h.dtype) return false;
-  const int64_t es = bytes_of(x.dtype);
-  auto aligned = [&](const onorm_rows& t) {
-    return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && (t.row_stride * es) % 16 == 0;
-  };
-  return aligned(x) && aligned(r) && aligned(h) && x.cols % (16 / es) == 0;
+  return x.dtype == r.dtype && x.dtype == h.dtype && rows_aligned16(x) && rows_aligned16(r) && rows_aligned16(h) &&
+         x.cols % (16 / dtype_size(x.dtype)) == 0;
 }
 
 struct QuantizeArgs {
@@ -196,7 +189,7 @@ onorm_status run_norm_options(Rt& rt, const onorm_request& q, Plan&& plan) {
   const onorm_rows* res_out = residual && q.outputs > sig.outputs ? &q.out[sig.outputs] : nullptr;
   const bool stage_h = residual && !res_out;
   const int64_t rows = x.rows, cols = x.cols;
-  const int64_t h_row = stage_h ? cols * bytes_of(x.dtype) : 0;
+  const int64_t h_row = stage_h ? cols * dtype_size(x.dtype) : 0;
   const int64_t v_row = quantized ? cols * 4 : 0;
   // Rows quantized in chunks need each chunk's maximum: a float per chunk, after the floats.
   const int64_t chunks = (cols + kQuantChunk - 1) / kQuantChunk;

@@ -63,7 +63,15 @@ struct SplitArgs {
 };
 static_assert(sizeof(SplitArgs) == 80, "SplitArgs: the offset in the padding (a larger struct costs registers)");
 
-inline int64_t dtype_size(int dtype) { return dtype == kF32 ? 4 : 2; }
+// Bytes of an element of any onorm_dtype (the kernels take f32, f16 and bf16).
+inline int64_t dtype_size(int dtype) {
+  return dtype == ONORM_F64 ? 8 : dtype == kF32 ? 4 : dtype == kF16 || dtype == kBF16 ? 2 : 1;
+}
+
+// Every row of t starts on a 16-byte boundary (its data and its row stride in bytes).
+inline bool rows_aligned16(const onorm_rows& t) {
+  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && (t.row_stride * dtype_size(t.dtype)) % 16 == 0;
+}
 
 // The kernel arguments of a validated request.
 inline RowArgs row_args(const onorm_request& q) {
@@ -73,7 +81,7 @@ inline RowArgs row_args(const onorm_request& q) {
   for (int k = 0; k < ONORM_REQUEST_INPUTS; ++k) {
     a.in[k] = q.in[k].data;
     a.in_stride[k] = q.in[k].row_stride;
-    a.in_vec[k] = q.in[k].data && aligned(q.in[k].data, 16) && q.in[k].row_stride % (16 / dtype_size(q.in[k].dtype)) == 0;
+    a.in_vec[k] = q.in[k].data && rows_aligned16(q.in[k]);
   }
   a.out = q.out[0].data;
   a.out_stride = q.out[0].row_stride;
