@@ -28,7 +28,8 @@ struct Problem {
   bool gamma = true, beta = true, stats = true, dynamic = true;
   double offset = 0, static_scale = 0.5;
   int64_t pad = 0;
-  size_t shift = 0;  // bytes past 16-byte alignment
+  size_t shift = 0;     // bytes past 16-byte alignment (x, y)
+  size_t ro_shift = 2;  // the same for residual_out
 };
 
 bool quantized(onorm_dtype t) { return t == ONORM_I8 || t == ONORM_F8_E4M3; }
@@ -61,7 +62,7 @@ struct NormCall {
       r = Tensor(ctx, static_cast<onorm_dtype>(p.residual), p.rows, p.cols, s + 3);
       r.fill([&](int64_t row, int64_t) { return p.rows >= 3 && row == 1 ? 0.0 : cheap_normal(rng, -centre, 1.0); });
     }
-    if (p.residual_out >= 0) ro = Tensor(ctx, static_cast<onorm_dtype>(p.residual_out), p.rows, p.cols, s, 2);
+    if (p.residual_out >= 0) ro = Tensor(ctx, static_cast<onorm_dtype>(p.residual_out), p.rows, p.cols, s, p.ro_shift);
     g.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
     b.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
     onorm_norm_args_init(&args, p.layer ? ONORM_LAYER_NORM : ONORM_RMS_NORM);
@@ -134,11 +135,11 @@ struct NormCall {
   }
 };
 
-// What GPUs do not build yet: the residual add and quantized outputs.
+// A problem in words, for the failure messages.
 std::string describe(const Problem& p) {
   std::ostringstream s;
   s << (p.layer ? "layer_norm" : "rms_norm") << " x " << dtype_name(p.xt) << " y " << dtype_name(p.yt) << " param "
-    << dtype_name(p.pt) << " " << p.rows << "x" << p.cols << " pad " << p.pad << " shift " << p.shift << " residual "
+    << dtype_name(p.pt) << " " << p.rows << "x" << p.cols << " pad " << p.pad << " shift " << p.shift << "/" << p.ro_shift << " residual "
     << (p.residual >= 0 ? dtype_name(static_cast<onorm_dtype>(p.residual)) : "-") << " residual_out "
     << (p.residual_out >= 0 ? dtype_name(static_cast<onorm_dtype>(p.residual_out)) : "-") << " offset " << p.offset
     << " gamma " << p.gamma << " beta " << p.beta << (quantized(p.yt) ? (p.dynamic ? " dynamic" : " static") : "");
@@ -222,8 +223,9 @@ TEST_P(NormArgs, OptionsAgainstTheReference) {
 }
 
 // Tensors larger than a GPU's staging memory (the residual's h and the quantizer's floats go
-// through it in batches of 128 such rows): 130 rows of 65536 f32 columns with a residual and no
-// residual_out, quantized with dynamic and with static scales. The CPU has no staging.
+// through it in batches of 128 such rows): 130 rows of 65536 f32 columns with a bf16 residual
+// (another dtype than x's: around the row plan) and no residual_out, quantized with dynamic
+// and with static scales. The CPU has no staging.
 TEST_P(NormArgs, ManyRowsInBatches) {
   if (!is_gpu(GetParam())) GTEST_SKIP() << "staging batches are the GPUs'";
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
@@ -234,12 +236,47 @@ TEST_P(NormArgs, ManyRowsInBatches) {
     p.rows = 130;
     p.cols = 65536;
     p.yt = yt;
-    p.residual = ONORM_F32;
+    p.residual = ONORM_BF16;
     p.dynamic = yt == ONORM_F8_E4M3;
     SCOPED_TRACE(describe(p));
     NormCall run(ctx, p, rng);
     ASSERT_EQ(run.call(ctx, p), ONORM_OK) << onorm_last_error();
     run.check(ctx, p);
+  }
+}
+
+// The options where the GPUs carry them inside the row kernels (residual and residual_out of
+// x's dtype, gamma and beta of x's dtype, no offset): every register width and cluster size,
+// each output dtype, the quantized ones with both scales, with and without residual_out; the
+// zero, NaN, inf (the float64 fallback, which reads x and the residual again) and offset rows.
+TEST_P(NormArgs, OptionsInsideTheRows) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  const int64_t widths[] = {1, 3, 64, 127, 1000, 1025, 4096, 4097, 8192, 8193, 16384, 16385, 40000, 65537, 131072, 262144};
+  for (int64_t cols : widths) {
+    for (onorm_dtype xt : {ONORM_F32, ONORM_BF16, ONORM_F16}) {
+      Problem p;
+      p.layer = rng() % 2;
+      p.cols = cols;
+      p.rows = cols > 20000 ? 5 : 6;
+      p.xt = p.pt = xt;
+      const int yk = static_cast<int>(rng() % 4);
+      p.yt = yk == 0 ? ONORM_I8 : yk == 1 ? ONORM_F8_E4M3 : yk == 2 ? xt : ONORM_F32;
+      p.dynamic = rng() % 4 != 0;
+      p.static_scale = std::ldexp(1.0, -static_cast<int>(rng() % 6));
+      p.residual = quantized(p.yt) && rng() % 3 == 0 ? -1 : static_cast<int>(xt);
+      p.residual_out = p.residual >= 0 && rng() % 3 != 0 ? static_cast<int>(xt) : -1;
+      p.gamma = rng() % 4 != 0;
+      p.beta = rng() % 3 != 0;
+      p.stats = rng() % 2;
+      p.pad = rng() % 2 ? 0 : 8;
+      p.shift = rng() % 3 ? 0 : 4;
+      p.ro_shift = rng() % 3 ? 0 : 4;
+      SCOPED_TRACE(describe(p));
+      NormCall run(ctx, p, rng);
+      ASSERT_EQ(run.call(ctx, p), ONORM_OK) << onorm_last_error();
+      run.check(ctx, p);
+    }
   }
 }
 

@@ -43,12 +43,9 @@ template <typename Op, typename In>
 onorm_status run_rows(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
 // Runs a validated request of a column op (cuda_norm_backward.cu). Call with ctx.mu held.
 onorm_status run_norm_backward(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
-// Runs a validated norm request with a residual or a quantized y (cuda_norm_options.cu). Call
-// with ctx.mu held.
-onorm_status run_norm_options(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
 
-// Runs a validated request of a row op without those options through the row plan
-// (cuda_module.cu: the row kernels are instantiated in their own files only).
+// Runs a validated request of a row op (the norms' options included: gpu/norm_options.hpp)
+// through the row plan (cuda_module.cu: the row kernels are instantiated in their own files only).
 onorm_status run_plan(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
 
 }  // namespace cuda

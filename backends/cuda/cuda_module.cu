@@ -147,7 +147,6 @@ onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) 
   std::lock_guard<std::mutex> lock(ctx->mu);
   if (onorm_status s = gpu::check_alignment(*q, err, err_len)) return s;
   if (core::ops::is_column_op(q->op)) return run_norm_backward(*ctx, *q, err, err_len);
-  if (gpu::needs_norm_options(*q)) return run_norm_options(*ctx, *q, err, err_len);
   return run_plan(*ctx, *q, err, err_len);
 }
 

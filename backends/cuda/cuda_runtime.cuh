@@ -86,7 +86,8 @@ class CudaRuntime {
 template <typename Op, typename In>
 onorm_status run_rows(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len) {
   CudaRuntime rt(ctx, err, err_len);
-  return gpu::launch_request<Op, In, kWarp>(rt, q, err, err_len);
+  return gpu::launch_request<Op, In, kWarp>(rt, q, err, err_len,
+                                           [&](const onorm_request& p) { return run_plan(ctx, p, err, err_len); });
 }
 
 }  // namespace cuda

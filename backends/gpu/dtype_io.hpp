@@ -9,8 +9,9 @@
 namespace onorm {
 namespace gpu {
 
-// Runtime dtype codes passed to kernels (the same values as onorm_dtype).
-enum : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
+// Runtime dtype codes passed to kernels (the same values as onorm_dtype); the quantized ones
+// are outputs of the norms only.
+enum : int { kF32 = 0, kF16 = 1, kBF16 = 2, kE4M3 = 4, kI8 = 5 };
 
 template <typename T> struct io;
 
@@ -58,6 +59,13 @@ template <> struct io<core::f16_bits> {
   }
   ONORM_DEV static void store1(core::f16_bits* p, float v) { p->bits = back(v); }
 };
+
+// A float rounded to T and back (to nearest even).
+template <typename T>
+ONORM_DEV float round_to(float v) {
+  if constexpr (sizeof(T) == 4) return v;
+  else return io<T>::cvt(io<T>::back(v));
+}
 
 // Stores N consecutive floats as Out with vector stores (p aligned to N * sizeof(Out) bytes,
 // which is 8, 16 or 32).

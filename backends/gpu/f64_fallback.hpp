@@ -15,7 +15,14 @@ namespace gpu {
 template <typename Op>
 using dsums_t = Vals<double, Op::kSums>;
 
-// The state of row `row` (n elements) in double, read again from global memory by the TPR
+// Element i of the row the op normalizes: x, or h = round_In(x + residual) (row_options.hpp).
+template <typename In>
+ONORM_DEV double input0_at(const In* x0, const In* res, int64_t i) {
+  const float x = io<In>::load1(x0 + i);
+  return static_cast<double>(res ? round_to<In>(x + io<In>::load1(res + i)) : x);
+}
+
+// The state of row `row` (n elements; with a residual, of h) in double, read again from global memory by the TPR
 // threads that share it (a group of lanes, or the block: TPR == BLOCK) in a fixed order and
 // reduced in fixed trees: every placement that recomputes a row gets the same bits. Every
 // lane of the warp (TPR <= WARP) or thread of the block (TPR == BLOCK) must call it: callers
@@ -30,7 +37,7 @@ using dsums_t = Vals<double, Op::kSums>;
 // until all have read the row.
 template <typename R, int WARP, int TPR, int BLOCK>
 ONORM_DEV typename R::Op::template State<double> row_state_f64(const typename R::In* x0, const typename R::In1* x1,
-                                                              int64_t n, int lane) {
+                                                              const typename R::In* res, int64_t n, int lane) {
   using Op = typename R::Op;
   constexpr int NI = Op::kInputs;
   __shared__ double red[TPR > WARP ? BLOCK / WARP : 1];
@@ -39,7 +46,7 @@ ONORM_DEV typename R::Op::template State<double> row_state_f64(const typename R:
   double r1 = pass1_identity<Op, double>();
   if constexpr (Op::kPass1 != core::ops::Pass1::kNone) {
 #pragma unroll 1
-    for (int64_t i = lane; i < n; i += TPR) r1 = pass1_fold<Op>(r1, static_cast<double>(io<typename R::In>::load1(x0 + i)));
+    for (int64_t i = lane; i < n; i += TPR) r1 = pass1_fold<Op>(r1, input0_at(x0, res, i));
     if constexpr (kPass1Max<Op>) r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, MaxOp{});
     else r1 = row_allreduce<WARP, TPR, BLOCK>(r1, lane, red, AddOp{});
   }
@@ -50,7 +57,7 @@ ONORM_DEV typename R::Op::template State<double> row_state_f64(const typename R:
 #pragma unroll 1
   for (int64_t i = lane; i < n; i += TPR) {
     double x[NI];
-    x[0] = static_cast<double>(io<typename R::In>::load1(x0 + i));
+    x[0] = input0_at(x0, res, i);
     if constexpr (NI > 1) x[1] = static_cast<double>(io<typename R::In1>::load1(x1 + i));
     Op::accumulate(m, acc.v, p, x);
   }
@@ -64,8 +71,9 @@ ONORM_DEV typename R::Op::template State<double> row_state_f64(const typename R:
 template <typename R, int WARP, int TPR, int BLOCK>
 __device__ __noinline__ typename R::Op::template State<double> row_state_f64_call(const typename R::In* x0,
                                                                                   const typename R::In1* x1,
+                                                                                  const typename R::In* res,
                                                                                   int64_t n, int lane) {
-  return row_state_f64<R, WARP, TPR, BLOCK>(x0, x1, n, lane);
+  return row_state_f64<R, WARP, TPR, BLOCK>(x0, x1, res, n, lane);
 }
 
 // row_state_f64 of row `row` of a request, inlined or (kCall) as a call.
@@ -74,8 +82,10 @@ ONORM_DEV typename R::Op::template State<double> request_row_state_f64(const Row
                                                                        int lane) {
   const auto* x0 = static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0];
   const auto* x1 = static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1];
-  if constexpr (kCall) return row_state_f64_call<R, WARP, TPR, BLOCK>(x0, x1, n, lane);
-  else return row_state_f64<R, WARP, TPR, BLOCK>(x0, x1, n, lane);
+  const auto* res =
+      R::kOptions && a.opt.res ? static_cast<const typename R::In*>(a.opt.res) + row * a.opt.res_stride : nullptr;
+  if constexpr (kCall) return row_state_f64_call<R, WARP, TPR, BLOCK>(x0, x1, res, n, lane);
+  else return row_state_f64<R, WARP, TPR, BLOCK>(x0, x1, res, n, lane);
 }
 
 // Register placements: the rows whose float coefficients failed (ok false) get cf again in

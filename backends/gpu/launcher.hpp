@@ -10,6 +10,7 @@
 //   (kClusters) cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<R, W, ITEMS, BLOCK>(grid, K, a, s)
 #pragma once
 
+#include "norm_options.hpp"
 #include "row_plan.hpp"
 #include "workspace.hpp"
 
@@ -85,11 +86,19 @@ class Launcher {
   bool used_ = false;
 };
 
-// Runs a validated request of op Op with first input In through the plan on warp width W.
-template <typename Op, typename In, int W, typename Rt>
-onorm_status launch_request(Rt& rt, const onorm_request& q, char* err, size_t err_len) {
+// Runs a validated request of op Op with first input In through the plan on warp width W (the
+// norms' residual add and quantized output: norm_options.hpp, with plan(p): the backend's entry
+// for a request of any input dtype, the row kernels of each pair being in files of their own).
+template <typename Op, typename In, int W, typename Rt, typename Plan>
+onorm_status launch_request(Rt& rt, const onorm_request& q, char* err, size_t err_len, Plan&& plan) {
   Launcher<Rt> l(rt);
-  const onorm_status s = plan_op<Op, In, W>(q, l, err, err_len);
+  onorm_status s;
+  if constexpr (kRowOptions<Op>) {
+    s = needs_norm_options(q) ? run_norm_options<Op, In, W>(rt, l, q, plan) : plan_op<Op, In, W>(q, l, err, err_len);
+  } else {
+    (void)plan;
+    s = plan_op<Op, In, W>(q, l, err, err_len);
+  }
   const onorm_status f = l.finish();
   return s != ONORM_OK ? s : f;
 }

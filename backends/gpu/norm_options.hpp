@@ -1,5 +1,8 @@
 // The norms' residual add and quantized output on GPUs (API.md, "norms with options"), shared
-// by CUDA and HIP, as launches around the row plan. Per batch of rows:
+// by CUDA and HIP. A request whose residual and residual_out share x's dtype and whose column
+// vectors are plain runs them inside the row kernels (RowOptions, row_options.hpp) where a
+// register or cluster placement holds its rows: every tensor read or written once. Any other
+// runs them as launches around the row plan, per batch of rows:
 //   residual_add_kernel   h = round_H(x + residual) (core/residual.hpp) into residual_out, or
 //                         into a staging buffer of x's dtype when there is none;
 //   the row plan          the norm of h (or x), a request without these options: into y, or
@@ -7,7 +10,8 @@
 //   the quantizer         a warp per row, or blocks per chunk of longer rows: the row's scale
 //                         (dynamic: max |v| / Q, written to y_scale; or the static one), then
 //                         q = quant(v / scale) (core/quantize.hpp).
-// A row's results depend on that row alone (batch invariance), so the batches change no bit.
+// A row's results depend on that row alone (batch invariance), so the batches change no bit,
+// and the two ways give the same bits.
 // Staging memory is stream-ordered (the runtime's malloc_async / free_async): at most
 // kStagingBytes a batch, or one row where a row alone needs more.
 #pragma once
@@ -22,6 +26,8 @@
 #include "reduce.hpp"
 #include "request_form.hpp"
 #include "row_args.hpp"
+#include "row_options.hpp"
+#include "row_plan.hpp"
 
 namespace onorm {
 namespace gpu {
@@ -109,16 +115,13 @@ struct QuantizeArgs {
   int64_t rows, cols;
 };
 
-// One element of a row: q = quant(v / scale); the static scale divides in double (it may be
-// below FLT_MIN).
+// One element of a row: q = quant(v / scale) (quantized_bits).
 ONORM_DEV void quantize_at(const QuantizeArgs& a, int64_t r, int64_t j, float scale) {
-  const float v = a.v[r * a.cols + j];
-  const float s = a.y_scale ? v / scale : static_cast<float>(v / a.static_scale);
-  if (a.e4m3) static_cast<uint8_t*>(a.q)[r * a.sq + j] = core::quantize_e4m3(s);
-  else static_cast<int8_t*>(a.q)[r * a.sq + j] = core::quantize_i8(s);
+  static_cast<uint8_t*>(a.q)[r * a.sq + j] =
+      quantized_bits(a.v[r * a.cols + j], scale, a.y_scale, a.static_scale, a.e4m3 != 0);
 }
 
-// Rows of up to kWarpRowCols: TPR threads per row (a warp), the scale and the row in one pass
+// Rows of up to kQuantWarpRowCols: TPR threads per row (a warp), the scale and the row in one pass
 // each. Every thread of the block takes part in each round's reduction, past the last row too.
 template <int WARP, int TPR>
 __global__ void __launch_bounds__(kOptionsBlock) quantize_rows_kernel(QuantizeArgs a) {
@@ -142,7 +145,7 @@ __global__ void __launch_bounds__(kOptionsBlock) quantize_rows_kernel(QuantizeAr
     for (int64_t j = lane; j < n; j += TPR) quantize_at(a, r, j, scale);
   }
 }
-constexpr int64_t kWarpRowCols = 4096;
+constexpr int64_t kQuantWarpRowCols = 4096;
 
 // Longer rows in chunks of kQuantChunk, a block each (grid: chunks, rows): chunk_max_kernel
 // writes each chunk's largest |v|, quantize_chunks_kernel takes the row's scale from them (a
@@ -177,10 +180,10 @@ __global__ void __launch_bounds__(kOptionsBlock) quantize_chunks_kernel(Quantize
   for (int64_t j = c0 + threadIdx.x; j < end; j += kOptionsBlock) quantize_at(a, r, j, scale);
 }
 
-// Runs a validated norm request with a residual and/or a quantized y on warp width WARP; plan(p)
-// runs a request without either through the row plan, on the runtime's stream.
+// Runs a validated norm request with a residual and/or a quantized y around the row plan on
+// warp width WARP; plan(p) runs a request without either, on the runtime's stream.
 template <int WARP, typename Rt, typename Plan>
-onorm_status run_norm_options(Rt& rt, const onorm_request& q, Plan&& plan) {
+onorm_status run_options_around_plan(Rt& rt, const onorm_request& q, Plan&& plan) {
   const core::ops::Signature& sig = core::ops::signature(q.op);
   const onorm_rows &x = q.in[0], &y = q.out[0];
   const bool residual = has_residual(q), quantized = is_quantized(y.dtype);
@@ -193,7 +196,7 @@ onorm_status run_norm_options(Rt& rt, const onorm_request& q, Plan&& plan) {
   const int64_t v_row = quantized ? cols * 4 : 0;
   // Rows quantized in chunks need each chunk's maximum: a float per chunk, after the floats.
   const int64_t chunks = (cols + kQuantChunk - 1) / kQuantChunk;
-  const int64_t m_row = quantized && cols > kWarpRowCols ? chunks * 4 : 0;
+  const int64_t m_row = quantized && cols > kQuantWarpRowCols ? chunks * 4 : 0;
   const int64_t per_row = h_row + v_row + m_row;
   const int64_t batch = per_row == 0 ? rows : std::max<int64_t>(1, std::min<int64_t>(rows, kStagingBytes / per_row));
   const int64_t h_bytes = (batch * h_row + 255) / 256 * 256;  // the floats after it, aligned
@@ -233,7 +236,7 @@ onorm_status run_norm_options(Rt& rt, const onorm_request& q, Plan&& plan) {
     if (quantized) {
       const QuantizeArgs qa{v_stage, y_rows.data, y_rows.row_stride, y.dtype == ONORM_F8_E4M3,
                             q.y_scale ? q.y_scale + r0 : nullptr, q.y_static_scale, n, cols};
-      if (cols <= kWarpRowCols) {
+      if (cols <= kQuantWarpRowCols) {
         constexpr int64_t kGpb = kOptionsBlock / WARP;
         const int64_t blocks = std::min((n + kGpb - 1) / kGpb, int64_t(32) * rt.caps().sms);
         quantize_rows_kernel<WARP, WARP><<<static_cast<unsigned>(blocks), kOptionsBlock, 0, rt.stream()>>>(qa);
@@ -250,6 +253,29 @@ onorm_status run_norm_options(Rt& rt, const onorm_request& q, Plan&& plan) {
   }
   const onorm_status f = staging ? rt.free_async(staging) : ONORM_OK;
   return status != ONORM_OK ? status : f;
+}
+
+// Whether the row kernels can carry a request's options (RowOptions): h of x's dtype, the
+// column vectors of the version-1 form.
+inline bool options_in_rows(const onorm_request& q) {
+  const core::ops::Signature& sig = core::ops::signature(q.op);
+  const onorm_dtype t = q.in[0].dtype;
+  if (!plain_columns(q)) return false;
+  if (has_residual(q) && (q.in[sig.inputs].dtype != t || (q.outputs > sig.outputs && q.out[sig.outputs].dtype != t)))
+    return false;
+  return true;
+}
+
+// A validated norm request of op Op, first input In, with a residual and/or a quantized y, on
+// warp width W: inside the row kernels where a placement takes it, else around the plan;
+// plan(p) runs a request without options of any input dtype (h's dtype may not be x's).
+template <typename Op, typename In, int W, typename Rt, typename L, typename Plan>
+onorm_status run_norm_options(Rt& rt, L& l, const onorm_request& q, Plan&& plan) {
+  if (options_in_rows(q)) {
+    onorm_status status = ONORM_OK;
+    if (place_with_options<Row<Op, In, In, true>, W>(row_args(q), l, status)) return status;
+  }
+  return run_options_around_plan<W>(rt, q, plan);
 }
 
 }  // namespace gpu

@@ -8,18 +8,22 @@
 #include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
 #include "backend_interface.h"
 #include "dtype_io.hpp"
+#include "onlinenorm/core/ops/dispatch.hpp"
 
 namespace onorm {
 namespace gpu {
 
 // One kernel instantiation: the op (core/ops) and the element type of each input it reads
 // (In1 = In for single-input ops). Vectors hold VEC = 16 / sizeof(In) elements of every input.
-template <typename OpT, typename InT, typename In1T = InT>
+// kOptions: the kernels carry the norms' RowOptions (their own instantiations, so that the
+// rows without them keep their registers).
+template <typename OpT, typename InT, typename In1T = InT, bool kOptionsT = false>
 struct Row {
   using Op = OpT;
   using In = InT;
   using In1 = In1T;
   static constexpr int kVec = io<InT>::kVec;
+  static constexpr bool kOptions = kOptionsT;
 };
 template <int K, typename A, typename B>
 struct pick_type {
@@ -33,19 +37,31 @@ struct pick_type<1, A, B> {
 template <typename R, int K>
 using input_t = typename pick_type<K, typename R::In, typename R::In1>::type;
 
+// The norms' residual add and quantized output, carried out inside the register and cluster
+// rows (row_options.hpp; norm_options.hpp decides which requests): all zero for the others.
+struct RowOptions {
+  const void* res;      // the residual rows, in[0]'s dtype; null: none
+  void* h;              // residual_out, in[0]'s dtype; null: none
+  int64_t res_stride, h_stride;  // row strides in elements
+  int res_vec;          // res and h rows 16-byte aligned
+  float* y_scale;       // quantized y (out_dtype kE4M3 / kI8): the dynamic per-row scale; null: static
+  double static_scale;  // as given: a scale below FLT_MIN stays exact
+};
+
 struct RowArgs {
   const void* in[ONORM_REQUEST_INPUTS];
   int64_t in_stride[ONORM_REQUEST_INPUTS];  // row strides in elements
   int in_vec[ONORM_REQUEST_INPUTS];         // every row of the input 16-byte aligned
   void* out;
   int64_t out_stride;
-  int out_dtype;                            // kF32 / kF16 / kBF16
+  int out_dtype;                            // kF32 / kF16 / kBF16 (kE4M3 / kI8: opt)
   int out_vec;                              // out rows aligned for VEC-element stores
   const void* col[ONORM_REQUEST_COLS];      // in[0]'s dtype, or null (the op's col_default)
   int col_vec;                              // every col 16-byte aligned
   float* row_out[ONORM_REQUEST_ROW_OUTS];
   double param[ONORM_REQUEST_PARAMS];       // as given: eps beyond FLT_MAX stays exact in double
   int64_t rows, cols;
+  RowOptions opt;
 };
 
 struct SplitArgs {
@@ -97,6 +113,22 @@ inline RowArgs row_args(const onorm_request& q) {
   for (int p = 0; p < ONORM_REQUEST_PARAMS; ++p) a.param[p] = q.param[p];
   a.rows = q.in[0].rows;
   a.cols = q.in[0].cols;
+  // The optional tensors follow the op's own: the residual in[inputs], residual_out out[outputs].
+  const core::ops::Signature& sig = core::ops::signature(q.op);
+  if (q.inputs > sig.inputs) {
+    const onorm_rows& r = q.in[sig.inputs];
+    a.opt.res = r.data;
+    a.opt.res_stride = r.row_stride;
+    a.opt.res_vec = rows_aligned16(r);
+    if (q.outputs > sig.outputs) {
+      const onorm_rows& h = q.out[sig.outputs];
+      a.opt.h = h.data;
+      a.opt.h_stride = h.row_stride;
+      a.opt.res_vec = a.opt.res_vec && rows_aligned16(h);
+    }
+  }
+  a.opt.y_scale = q.y_scale;
+  a.opt.static_scale = q.y_static_scale;
   return a;
 }
 
@@ -107,6 +139,11 @@ inline RowArgs rows_from(const RowArgs& a, int64_t r0, int64_t n) {
   p.rows = n;
   p.in[0] = static_cast<const typename R::In*>(a.in[0]) + r0 * a.in_stride[0];
   if (R::Op::kInputs > 1) p.in[1] = static_cast<const typename R::In1*>(a.in[1]) + r0 * a.in_stride[1];
+  if constexpr (R::kOptions) {
+    if (a.opt.res) p.opt.res = static_cast<const typename R::In*>(a.opt.res) + r0 * a.opt.res_stride;
+    if (a.opt.h) p.opt.h = static_cast<typename R::In*>(a.opt.h) + r0 * a.opt.h_stride;
+    if (a.opt.y_scale) p.opt.y_scale += r0;
+  }
   p.out = static_cast<char*>(a.out) + r0 * a.out_stride * dtype_size(a.out_dtype);
   for (int r = 0; r < ONORM_REQUEST_ROW_OUTS; ++r)
     if (p.row_out[r]) p.row_out[r] += r0;

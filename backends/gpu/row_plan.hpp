@@ -79,14 +79,19 @@ onorm_status launch_rows(const RowArgs& a0, L& l) {
   return ONORM_OK;
 }
 
+// The longest row the register placement holds for R on this device.
+template <typename R>
+int64_t register_max_cols(const PlanCaps& caps) {
+  const bool one_pass = R::Op::kPass1 == core::ops::Pass1::kNone;
+  return R::kVec == 4 ? caps.reg_max_cols_f32 : one_pass ? caps.reg_max_cols_16_one_pass : caps.reg_max_cols_16;
+}
+
 template <typename R, int W, typename L>
 bool place_registers(const RowArgs& a, L& l, onorm_status& status) {
   constexpr int V = R::kVec;
   const PlanCaps& caps = l.caps();
   const int64_t c = a.cols;
-  const bool one_pass = R::Op::kPass1 == core::ops::Pass1::kNone;
-  if (c > (V == 4 ? caps.reg_max_cols_f32 : one_pass ? caps.reg_max_cols_16_one_pass : caps.reg_max_cols_16))
-    return false;
+  if (c > register_max_cols<R>(caps)) return false;
 #define ONORM_GPU_TRY_SHAPE(TPR, ITEMS, BLOCK)                  \
   if (c <= int64_t(TPR) * ITEMS * V) {                          \
     status = launch_rows<R, W, TPR, ITEMS, BLOCK>(a, l);        \
@@ -143,18 +148,23 @@ bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
   return true;
 }
 
-// Rows from cluster_min_cols (per input width) to 16 slices of the largest tier: the smallest
-// slice whose cluster size K fits cluster_max (a slice is at most a vector longer than the
-// row's share and holds >= 8192 columns: no block is empty).
+// The shortest row split over a cluster (per input width).
+template <typename R>
+int64_t cluster_min_cols(const PlanCaps& caps) {
+  return sizeof(typename R::In) == 4 ? caps.cluster_min_cols_f32 : caps.cluster_min_cols_16;
+}
+
+// Rows from min_cols to 16 slices of the largest tier: the smallest slice whose cluster size K
+// fits cluster_max (a slice is at most a vector longer than the row's share and holds >= 8192
+// columns: no block is empty).
 template <typename R, int W, typename L>
-bool place_cluster(const RowArgs& a, L& l, onorm_status& status) {
+bool place_cluster(const RowArgs& a, L& l, onorm_status& status, int64_t min_cols) {
   if constexpr (!L::kClusters) {
-    (void)a, (void)l, (void)status;
+    (void)a, (void)l, (void)status, (void)min_cols;
     return false;
   } else {
     using T = ClusterTiers<R>;
     const PlanCaps& caps = l.caps();
-    const int64_t min_cols = sizeof(typename R::In) == 4 ? caps.cluster_min_cols_f32 : caps.cluster_min_cols_16;
     if (!caps.cluster || a.cols < min_cols) return false;
     for (int tier = std::min(caps.cluster_min_tier, T::kCount - 1); tier < T::kCount; ++tier) {
       const int64_t K = (a.cols + T::cols(tier) - 1) / T::cols(tier);
@@ -282,9 +292,19 @@ template <typename R, int W, typename L>
 onorm_status plan_rows(const RowArgs& a, L& l, const Columns& cols = Columns{}) {
   onorm_status status = ONORM_OK;
   if (cols.finish_mode == kModeFinish &&
-      (place_cluster<R, W>(a, l, status) || place_registers<R, W>(a, l, status) || place_staged<R, W>(a, l, status)))
+      (place_cluster<R, W>(a, l, status, cluster_min_cols<R>(l.caps())) || place_registers<R, W>(a, l, status) ||
+       place_staged<R, W>(a, l, status)))
     return status;
   return place_two_read<R, W>(a, l, cols);
+}
+
+// The norms with their options inside the row kernels (RowArgs::opt; norm_options.hpp): the
+// placements that hold a row in registers only, a cluster from the first width the registers
+// do not hold. false: neither takes the row.
+template <typename R, int W, typename L>
+bool place_with_options(const RowArgs& a, L& l, onorm_status& status) {
+  const int64_t min_cols = std::min(cluster_min_cols<R>(l.caps()), register_max_cols<R>(l.caps()) + 1);
+  return place_cluster<R, W>(a, l, status, min_cols) || place_registers<R, W>(a, l, status);
 }
 
 // The columns of a request: the version-1 ones, or param_dtype's with weight_offset.
@@ -315,12 +335,11 @@ onorm_status visit_dtype(int dtype, F&& f, char* err, size_t err_len) {
 }
 
 // f(op, type_tag<In>{}) for a request's op and first input's element type: the unit a backend
-// instantiates per translation unit. The norms' residual add and quantized outputs run around
-// the plan (norm_options.hpp), which never sees them; an offset on column 1 has no API.
+// instantiates per translation unit. An offset on column 1 has no API.
 template <typename F>
 onorm_status visit_request(const onorm_request& q, F&& f, char* err, size_t err_len) {
-  if (has_residual(q) || is_quantized(q.out[0].dtype) || q.col_offset[1] != 0.0) {
-    if (err && err_len) std::snprintf(err, err_len, "gpu: the row plan takes no residual, quantized output or column-1 offset");
+  if (q.col_offset[1] != 0.0) {
+    if (err && err_len) std::snprintf(err, err_len, "gpu: the row plan takes no column-1 offset");
     return ONORM_ERROR_INTERNAL;
   }
   return core::ops::visit(q.op, [&](auto op) {

@@ -2,10 +2,13 @@
 // several rows per block; TPR == BLOCK: a block per row), ITEMS 16-byte vectors per thread and
 // input. The row is read once, reduced by the op's passes (row_chunk.hpp) in its group, and
 // finished from registers. A single chunk: the op's float state (Op::State<float>), no merge.
+// The norms' options (RowOptions) happen here too: the residual added as the row loads, h
+// stored before the finish, y quantized with the row's scale.
 #pragma once
 
 #include "f64_fallback.hpp"
 #include "row_chunk.hpp"
+#include "row_options.hpp"
 
 namespace onorm {
 namespace gpu {
@@ -36,6 +39,9 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) r
   const int64_t rr = row < a.rows ? row : 0;
   float v[Op::kInputs][E];
   load_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+  if constexpr (R::kOptions) {
+    if (a.opt.res) add_residual<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+  }
   const ChunkStats<Op> cs = chunk_passes<R, ITEMS, TPR>(v, n, lane, RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
   const typename Op::Params prm = Op::params(a.param);
   bool ok;
@@ -45,12 +51,22 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) r
   if constexpr (Op::kF64Fallback) {
     if (rows_f64<R, WARP, TPR, BLOCK>(a, rr, n, lane, prm, ok || n == 0, cf)) {
       load_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+      if constexpr (R::kOptions) {
+        if (a.opt.res) add_residual<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+      }
       if constexpr (Op::kKeepsLift) chunk_passes<R, ITEMS, TPR>(v, n, lane, RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
     }
   }
   if (n > 0 && lane == 0) Op::write_row_outputs(cf, a.row_out, rr);
+  if constexpr (R::kOptions) store_h<R, ITEMS, TPR>(a, rr, 0, n, lane, v[0]);
   // The chunk is the row: its chunk coefficients are the row's.
   finish_items<R, ITEMS, TPR>(a, 0, n, lane, v, cf);
+  if constexpr (R::kOptions) {
+    if (is_quantized_dtype(a.out_dtype)) {
+      store_quantized_row<R, ITEMS, TPR>(a, rr, n, lane, v[0], RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
+      return;
+    }
+  }
   store_any<R, ITEMS, TPR>(a, rr, 0, n, lane, v[0]);
 }
 

@@ -143,7 +143,6 @@ onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_
   std::lock_guard<std::mutex> lock(ctx.mu);
   if (onorm_status s = gpu::check_alignment(q, err, err_len)) return s;
   if (core::ops::is_column_op(q.op)) return run_norm_backward<W>(ctx, q, err, err_len);
-  if (gpu::needs_norm_options(q)) return run_norm_options<W>(ctx, q, err, err_len);
   return run_plan<W>(ctx, q, err, err_len);
 }
 

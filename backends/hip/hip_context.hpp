@@ -45,12 +45,9 @@ onorm_status run_rows(HipContext& ctx, const onorm_request& request, char* err, 
 // Runs a validated request of a column op (hip_norm_backward.hip). Call with ctx.mu held.
 template <int W>
 onorm_status run_norm_backward(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
-// Runs a validated norm request with a residual or a quantized y (hip_norm_options.hip). Call
-// with ctx.mu held.
-template <int W>
-onorm_status run_norm_options(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
 
-// Runs a validated request of a row op without those options through the row plan
+// Runs a validated request of a row op (the norms' options included: gpu/norm_options.hpp)
+// through the row plan
 // (hip_backend.hip: the row kernels are instantiated in their own files only).
 template <int W>
 onorm_status run_plan(HipContext& ctx, const onorm_request& q, char* err, size_t err_len);

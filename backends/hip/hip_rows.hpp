@@ -22,7 +22,8 @@ class HipRuntime {
 template <int W, typename Op, typename In>
 onorm_status run_rows(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
   HipRuntime rt(ctx, err, err_len);
-  return gpu::launch_request<Op, In, W>(rt, q, err, err_len);
+  return gpu::launch_request<Op, In, W>(rt, q, err, err_len,
+                                       [&](const onorm_request& p) { return run_plan<W>(ctx, p, err, err_len); });
 }
 
 }  // namespace hip

@@ -1,0 +1,122 @@
+// The norms' residual add and quantized output inside a row held in registers (API.md, "norms
+// with options"; RowOptions): the register rows (rows_kernel) and the CUDA cluster rows call
+// these on a thread's items, so that x and the residual are read once and h and y written once.
+//   add_residual     v[0] = h = round_In(x + residual), the add in float (core/residual.hpp);
+//   store_h          h into residual_out: after the row's coefficients, because residual_out
+//                    may be x or the residual, which the float64 fallback reads again;
+//   quantized y      the row's max |y| over its threads, the scale (dynamic, or the static
+//                    one), q = quant(y / scale) (core/quantize.hpp), VEC bytes a store.
+// The element rules are the unfused ones' (norm_options.hpp calls quantized_bits too).
+#pragma once
+
+#include "onlinenorm/core/quantize.hpp"
+#include "row_chunk.hpp"
+
+namespace onorm {
+namespace gpu {
+
+// Whether an op takes RowOptions (the norms): only its requests with options run kernels of
+// Row<..., kOptions = true>.
+template <typename Op>
+constexpr bool kRowOptions = Op::kSignature.residual || Op::kSignature.quantized_output;
+
+ONORM_DEV bool is_quantized_dtype(int dt) { return dt == kE4M3 || dt == kI8; }
+
+// One element of a quantized y: the dynamic scale divides in float, the static one in double
+// (it may be below FLT_MIN). Bits of an int8_t or an E4M3 code.
+ONORM_DEV uint8_t quantized_bits(float v, float scale, const float* y_scale, double static_scale, bool e4m3) {
+  const float s = y_scale ? v / scale : static_cast<float>(v / static_scale);
+  return e4m3 ? core::quantize_e4m3(s) : static_cast<uint8_t>(core::quantize_i8(s));
+}
+
+// h = round_In(x + residual) for a thread's items of columns [col0, col0 + n) of `row`, into
+// v[0] (which holds x); padding past n keeps Op::pad. core::residual_add's float case: one float
+// add, rounded once to In.
+template <typename R, int ITEMS, int STRIDE>
+ONORM_DEV void add_residual(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
+                            float (&v)[R::Op::kInputs][ITEMS * R::kVec]) {
+  using In = typename R::In;
+  constexpr int VEC = R::kVec;
+  const In* r = static_cast<const In*>(a.opt.res) + row * a.opt.res_stride + col0;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int c = (lane + i * STRIDE) * VEC;
+    float t[VEC];
+    load_one_item<In, VEC>(r, c, n, a.opt.res_vec != 0, 0.0f, t);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+      if (c + j < n)
+        v[0][i * VEC + j] = round_to<In>(v[0][i * VEC + j] + t[j]);
+  }
+}
+
+// h (v[0], before the finish) into residual_out, where the request has one.
+template <typename R, int ITEMS, int STRIDE>
+ONORM_DEV void store_h(const RowArgs& a, int64_t row, int64_t col0, int n, int lane, const float* h) {
+  using In = typename R::In;
+  if (!a.opt.h) return;
+  store_items<In, R::kVec, ITEMS, STRIDE>(static_cast<In*>(a.opt.h) + row * a.opt.h_stride + col0, n, lane, h,
+                                          a.opt.res_vec != 0);
+}
+
+// The largest |y| of a thread's items (NaN kept).
+template <typename R, int ITEMS, int STRIDE>
+ONORM_DEV float items_max_abs(int n, int lane, const float* y) {
+  constexpr int VEC = R::kVec;
+  float m = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int c = (lane + i * STRIDE) * VEC;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+      if (c + j < n) m = core::nan_max_abs(m, y[i * VEC + j]);
+  }
+  return m;
+}
+
+// The row's scale from the row's max |y| (dynamic; the static scale is applied in double).
+ONORM_DEV float row_quant_scale(const RowArgs& a, float max_abs) {
+  return core::quant_scale(max_abs, a.out_dtype == kE4M3 ? core::kE4M3Max : core::kI8Max);
+}
+
+// Stores a thread's items of y quantized with the row's scale: VEC bytes a store where the
+// row allows (out_vec), else a byte at a time.
+template <typename R, int ITEMS, int STRIDE>
+ONORM_DEV void store_quantized(const RowArgs& a, int64_t row, int64_t col0, int n, int lane, const float* y,
+                               float scale) {
+  constexpr int VEC = R::kVec;
+  static_assert(VEC == 4 || VEC == 8, "a 4- or 8-byte store");
+  using Word = typename std::conditional<VEC == 4, uint32_t, uint64_t>::type;
+  uint8_t* q = static_cast<uint8_t*>(a.out) + row * a.out_stride + col0;
+  const bool e4m3 = a.out_dtype == kE4M3;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int c = (lane + i * STRIDE) * VEC;
+    if (a.out_vec && c + VEC <= n) {
+      Word w = 0;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j)
+        w |= static_cast<Word>(quantized_bits(y[i * VEC + j], scale, a.opt.y_scale, a.opt.static_scale, e4m3)) << (8 * j);
+      *reinterpret_cast<Word*>(q + c) = w;
+    } else {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j)
+        if (c + j < n) q[c + j] = quantized_bits(y[i * VEC + j], scale, a.opt.y_scale, a.opt.static_scale, e4m3);
+    }
+  }
+}
+
+// Register rows: the row's scale over its TPR threads (`reduce`: the row's reduction), the
+// dynamic scale written by the row's first lane, then the stores.
+template <typename R, int ITEMS, int TPR, typename Reduce>
+ONORM_DEV void store_quantized_row(const RowArgs& a, int64_t row, int n, int lane, const float* y, Reduce reduce) {
+  float scale = 0.0f;
+  if (a.opt.y_scale) {
+    scale = row_quant_scale(a, reduce(items_max_abs<R, ITEMS, TPR>(n, lane, y), MaxOp{}));
+    if (n > 0 && lane == 0) a.opt.y_scale[row] = scale;
+  }
+  store_quantized<R, ITEMS, TPR>(a, row, 0, n, lane, y, scale);
+}
+
+}  // namespace gpu
+}  // namespace onorm
