@@ -222,7 +222,7 @@ TEST(Misc, StatusStringsAndNulls) {
   EXPECT_EQ(onorm_dtype_size(ONORM_F8_E4M3), 1u);
   EXPECT_EQ(onorm_dtype_size(ONORM_I8), 1u);
   EXPECT_EQ(onorm_dtype_size(static_cast<onorm_dtype>(6)), 0u);
-  EXPECT_EQ(ONORM_API_VERSION, 1);
+  EXPECT_EQ(ONORM_API_VERSION, 2);
 }
 
 class Memory : public ::testing::TestWithParam<onorm_backend> {};

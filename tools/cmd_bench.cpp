@@ -30,10 +30,11 @@ const char* const kBenchUsage =
     "usage: onorm bench [options]\n"
     "\n"
     "  --backend B        cpu | cuda[:N] | hip[:N]                        [best available]\n"
-    "  --ops LIST         operators                                      [all of them]\n"
+    "  --ops LIST         operators: any --op of onorm run              [the library's list:\n"
+    "                    " ONORM_TOOL_OP_NAMES "]\n"
     "  --dtypes LIST      input (= output) dtypes                        [f32,bf16]\n"
     "  --widths LIST      row widths                       [64,128,...,1048576 (powers of 2)]\n"
-    "  --mb M             MB (10^6 bytes) each case moves (inputs read + y written)\n"
+    "  --mb M             MB (10^6 bytes) each case moves (counted as onorm run does)\n"
     "                                                              [64 on CPU, 256 on GPUs]\n"
     "  --iters N          timed samples per case                [5 on CPU, 20 on GPUs]\n"
     "  --seed S           input generator seed                           [1]\n"
@@ -42,7 +43,9 @@ const char* const kBenchUsage =
     "\n"
     "Rows are chosen so that every case moves the same number of bytes. A device-to-device\n"
     "copy of the same byte count is measured in the same run as the ceiling. Ctrl-C finishes\n"
-    "the current case, writes what was measured and exits 130.\n";
+    "the current case, writes what was measured and exits 130. The norm ops run with gamma (and\n"
+    "beta) in the case's dtype and weight offset 0; their backward reads mean 0 and rstd 1, the\n"
+    "statistics of the N(0,1) input.\n";
 
 namespace {
 
@@ -60,7 +63,7 @@ std::string hms(double s) {
 // Runs argv as a child process; returns its exit status (or -1 when it could not start).
 
 struct BenchCase {
-  Op op;
+  ToolOp op;
   onorm_dtype dtype;
   int64_t cols, rows;
   Timing t;
@@ -105,22 +108,36 @@ double host_memory_available() {
   return avail;
 }
 
-// Bytes one dtype's setup holds at its peak, on the host and on the device, for the largest
-// case (elems), the widest norm row (param_cols) and the most norm rows (stat_rows); the copy
-// ceiling's two buffers included. On the CPU backend "device" memory is host memory.
+// One dtype's cases: their largest (elems), widest (cols), widest norm row (param_cols), most
+// rows with per-row floats (stat_rows), and every tensor one of them takes.
+struct Group {
+  onorm_dtype d = ONORM_F32;
+  int64_t elems = 0, cols = 0, param_cols = 0, stat_rows = 0;
+  Tensors tensors;
+  bool reads_statistics = false;  // a norm's backward runs: mean and rstd are inputs from the host
+};
+
+// Bytes one dtype's setup holds at its peak, on the host and on the device; the copy ceiling's
+// two buffers included. On the CPU backend "device" memory is host memory.
 struct MemoryNeed {
   double host = 0, device = 0;
 };
-MemoryNeed bench_memory(bool gpu, onorm_dtype d, int inputs, int64_t elems, int64_t cols, int64_t param_cols,
-                        int params, int64_t stat_rows, int stats, double copy_bytes) {
-  const double ds = static_cast<double>(dtype_size(d));
-  const double x = static_cast<double>(elems) * ds;
-  const double pc = static_cast<double>(param_cols);
+MemoryNeed bench_memory(bool gpu, const Group& g, double copy_bytes) {
+  const Tensors& t = g.tensors;
+  const double ds = static_cast<double>(dtype_size(g.d));
+  const double x = static_cast<double>(g.elems) * ds;
+  const double pc = static_cast<double>(g.param_cols);
+  const double row_floats = static_cast<double>(g.stat_rows) * 4.0;
+  const int inputs = 1 + t.second, params = t.gamma + t.beta, stats = t.mean + t.rstd + t.y_scale;
   MemoryNeed m;
-  // host: the generated inputs, one float row while generating, the parameters and their floats
-  m.host = inputs * x + static_cast<double>(cols) * 4.0 + params * pc * (ds + 4.0);
-  // device: the inputs, y, parameters, statistics, and the copy ceiling's source and destination
-  m.device = (inputs + 1) * x + params * pc * ds + stats * static_cast<double>(stat_rows) * 4.0 + 2.0 * copy_bytes;
+  // host: the generated inputs, one float row while generating, the parameters and their floats,
+  // the backward's statistics
+  m.host = inputs * x + static_cast<double>(g.cols) * 4.0 + params * pc * (ds + 4.0) +
+           (g.reads_statistics ? (t.mean + t.rstd) * row_floats : 0.0);
+  // device: the inputs, y (and residual_out), parameters, per-row floats, dgamma/dbeta, and the
+  // copy ceiling's source and destination
+  m.device = (inputs + 1 + t.residual_out) * x + params * pc * ds + stats * row_floats +
+             (t.dgamma + t.dbeta) * pc * 4.0 + 2.0 * copy_bytes;
   if (!gpu) {
     m.host += m.device;
     m.device = 0;
@@ -135,7 +152,12 @@ std::string gb_text(double bytes) {
 }
 
 std::string case_text(const BenchCase& c) {
-  return std::string(onorm_ref::op_name(c.op)) + " " + dtype_name(c.dtype) + " cols=" + std::to_string(c.cols);
+  return std::string(c.op.name()) + " " + dtype_name(c.dtype) + " cols=" + std::to_string(c.cols);
+}
+
+// The bytes a case moves, counted as onorm run counts them (ops.hpp).
+double case_bytes_moved(const ToolOp& op, onorm_dtype d, int64_t rows, int64_t cols) {
+  return moved_bytes(op, rows, cols, d, y_dtype(op, d), d);
 }
 
 }  // namespace
@@ -146,7 +168,7 @@ int cmd_bench(int argc, char** argv) {
                                          {"json", true},  {"png", true}};
   std::map<std::string, std::string> o;
   BackendSpec spec;
-  std::vector<Op> ops = onorm_ref::all_ops();
+  std::vector<ToolOp> ops = list_ops();
   std::vector<onorm_dtype> dtypes = {ONORM_F32, ONORM_BF16};
   std::vector<int64_t> widths;
   for (int64_t w = 64; w <= 1048576; w *= 2) widths.push_back(w);
@@ -162,11 +184,7 @@ int cmd_bench(int argc, char** argv) {
     spec = o.count("backend") ? backend_option(o.at("backend"), kBenchUsage) : best_backend();
     if (o.count("ops")) {
       ops.clear();
-      for (const std::string& s : split_list(o.at("ops"))) {
-        Op op;
-        if (!onorm_ref::parse_op(s, op)) usage_error("unknown op '" + s + "' (" + onorm_ref::op_names() + ")", kBenchUsage);
-        ops.push_back(op);
-      }
+      for (const std::string& s : split_list(o.at("ops"))) ops.push_back(parse_op_or_usage(s, kBenchUsage));
     }
     if (o.count("dtypes")) {
       dtypes.clear();
@@ -206,10 +224,12 @@ int cmd_bench(int argc, char** argv) {
 
   std::vector<BenchCase> cases;
   for (onorm_dtype d : dtypes)
-    for (Op op : ops)
+    for (const ToolOp& op : ops)
       for (int64_t w : widths) {
-        const int64_t per_row = w * (onorm_ref::op_inputs(op) + 1) * static_cast<int64_t>(dtype_size(d));
-        const int64_t rows = std::max<int64_t>(1, case_bytes / per_row);
+        // Bytes of the per-column tensors (the norm ops' gamma, dgamma, ...), then of each row.
+        const int64_t fixed = std::llround(case_bytes_moved(op, d, 0, w));
+        const int64_t per_row = std::llround(case_bytes_moved(op, d, 1, w)) - fixed;
+        const int64_t rows = std::max<int64_t>(1, (case_bytes - fixed) / per_row);
         cases.push_back(BenchCase{op, d, w, rows, {}, 0, false, {}});
       }
 
@@ -221,24 +241,18 @@ int cmd_bench(int argc, char** argv) {
     c.skipped = why;
     std::fprintf(stderr, "onorm: skipping %s: %s\n", case_text(c).c_str(), why.c_str());
   };
-  struct Group {
-    onorm_dtype d;
-    int64_t elems = 0, cols = 0, param_cols = 0, stat_rows = 0;
-    int params = 0, stats = 0, inputs = 1;
-  };
   auto group_of = [&](onorm_dtype d) {
-    Group g{d};
+    Group g;
+    g.d = d;
     for (const BenchCase& c : cases) {
       if (c.dtype != d || !c.skipped.empty()) continue;
+      const Tensors t = tensors_of(c.op);
       g.elems = std::max(g.elems, c.rows * c.cols);
       g.cols = std::max(g.cols, c.cols);
-      g.inputs = std::max(g.inputs, onorm_ref::op_inputs(c.op));
-      if (c.op == Op::layer_norm || c.op == Op::rms_norm) {
-        g.param_cols = std::max(g.param_cols, c.cols);
-        g.stat_rows = std::max(g.stat_rows, c.rows);
-        g.params = std::max(g.params, c.op == Op::layer_norm ? 2 : 1);
-        g.stats = std::max(g.stats, c.op == Op::layer_norm ? 2 : 1);
-      }
+      if (t.gamma) g.param_cols = std::max(g.param_cols, c.cols);
+      if (t.mean || t.rstd || t.y_scale) g.stat_rows = std::max(g.stat_rows, c.rows);
+      g.tensors |= t;
+      g.reads_statistics |= !writes_statistics(c.op);
     }
     return g;
   };
@@ -247,8 +261,7 @@ int cmd_bench(int argc, char** argv) {
       for (;;) {
         const Group g = group_of(d);
         if (g.elems == 0) break;
-        const MemoryNeed need = bench_memory(gpu, d, g.inputs, g.elems, g.cols, g.param_cols, g.params, g.stat_rows,
-                                             g.stats, static_cast<double>(copy_bytes));
+        const MemoryNeed need = bench_memory(gpu, g, static_cast<double>(copy_bytes));
         if (need.host <= 0.9 * host_avail) break;
         // Drop the cases of the largest footprint and look again.
         int64_t biggest = 0;
@@ -283,11 +296,11 @@ int cmd_bench(int argc, char** argv) {
     const Group g = group_of(d);
     if (g.elems == 0) continue;
     // One allocation per dtype that every case of it views: x and y as large as the largest
-    // case; gamma/beta (as wide as the widest norm row) and statistics only when a norm runs;
-    // a second input (dy) only when a two-input op runs.
+    // case; gamma/beta (as wide as the widest norm row) and per-row floats only when a norm runs;
+    // a second input (dy, a residual) only when a two-input op runs; the other tensors of the
+    // norm ops (residual_out, dgamma, dbeta) only when one of them runs.
     Problem base;
-    base.op = g.params == 2 ? Op::layer_norm : g.params == 1 ? Op::rms_norm : Op::softmax;
-    base.in = base.out = d;
+    base.in = base.out = base.param = d;
     base.cols = g.cols;
     base.rows = (g.elems + g.cols - 1) / g.cols;
     if (tty && done) std::printf("\n");  // below the progress line updated in place
@@ -298,28 +311,32 @@ int cmd_bench(int argc, char** argv) {
     std::unique_ptr<DeviceRun> dev;
     try {
       generate_input(base, Dist::normal, seed, &g_interrupted);
-      if (g.params) {  // as wide as the widest norm row, which may be narrower than x's
+      if (g.tensors.gamma) {  // as wide as the widest norm row, which may be narrower than x's
         Problem params;
-        params.op = base.op;
-        params.in = params.out = d;
+        params.op = ToolOp{g.tensors.beta ? Op::layer_norm : Op::rms_norm, nullptr};
+        params.in = params.out = params.param = d;
         params.cols = g.param_cols;
         generate_params(params, seed);
         base.gamma = std::move(params.gamma);
         base.beta = std::move(params.beta);
       }
-      if (g.inputs > 1) {
+      if (g.tensors.second) {
         Problem second;
-        second.op = Op::softmax_backward;  // any two-input op: only its dy is generated
+        second.op = ToolOp{Op::softmax_backward, nullptr};  // any two-input op: only its second input is generated
         second.rows = base.rows;
         second.cols = base.cols;
         second.in = second.out = d;
         generate_second_input(second, Dist::normal, seed, &g_interrupted);
-        base.dy = std::move(second.dy);
+        base.second = std::move(second.second);
+      }
+      if (g.reads_statistics) {  // the norms' backward: the statistics of N(0,1) rows, which x has
+        if (g.tensors.mean) base.mean.assign(static_cast<size_t>(g.stat_rows), 0.0f);
+        base.rstd.assign(static_cast<size_t>(g.stat_rows), 1.0f);
       }
       if (g_interrupted) break;
-      dev.reset(new DeviceRun(spec, base, g.stat_rows));
+      dev.reset(new DeviceRun(spec, base, g.stat_rows, g.tensors));
       std::vector<unsigned char>().swap(base.x);  // on the device now; DeviceRun does not read it again
-      std::vector<unsigned char>().swap(base.dy);
+      std::vector<unsigned char>().swap(base.second);
     } catch (const Interrupted&) {
       break;
     } catch (const ToolError& e) {
@@ -365,14 +382,14 @@ int cmd_bench(int argc, char** argv) {
         continue;
       }
       measuring_s += elapsed() - case_start;
-      c.gbps = static_cast<double>(c.rows * c.cols) * (onorm_ref::op_inputs(c.op) + 1) * dtype_size(d) / c.t.median_s / 1e9;
+      c.gbps = case_bytes_moved(c.op, d, c.rows, c.cols) / c.t.median_s / 1e9;
       c.done = true;
       ++done;
       const double el = elapsed();
       const double left = measuring_s / static_cast<double>(done) * static_cast<double>(runnable - done);
       char line[256];
       std::snprintf(line, sizeof line, "[%3zu/%zu] %-11s %-4s cols=%-8lld %9.2f GB/s (%5.1f%% of copy)  elapsed %s, ~%s left",
-                    done, runnable, onorm_ref::op_name(c.op), dtype_name(d), static_cast<long long>(c.cols), c.gbps,
+                    done, runnable, c.op.name(), dtype_name(d), static_cast<long long>(c.cols), c.gbps,
                     copy_gbps > 0 ? 100.0 * c.gbps / copy_gbps : 0.0, hms(el).c_str(), hms(left).c_str());
       if (tty) std::printf("\r%s\033[K", line);
       else std::printf("%s\n", line);
@@ -388,7 +405,7 @@ int cmd_bench(int argc, char** argv) {
   table.push_back({"op", "dtype", "cols", "rows", "time_ms", "GB/s", "%copy"});
   for (const BenchCase& c : cases) {
     if (!c.done) continue;
-    table.push_back({onorm_ref::op_name(c.op), dtype_name(c.dtype), std::to_string(c.cols), std::to_string(c.rows),
+    table.push_back({c.op.name(), dtype_name(c.dtype), std::to_string(c.cols), std::to_string(c.rows),
                      fmt_sig(c.t.median_s * 1e3, 4), fmt_sig(c.gbps, 4),
                      fmt_fixed(copy_gbps > 0 ? 100.0 * c.gbps / copy_gbps : 0.0, 1)});
   }
@@ -420,12 +437,12 @@ int cmd_bench(int argc, char** argv) {
   for (const BenchCase& c : cases) {
     if (!c.done) continue;
     j.begin_object();
-    j.key("op").value(onorm_ref::op_name(c.op));
+    j.key("op").value(c.op.name());
     j.key("dtype").value(dtype_name(c.dtype));
-    j.key("out_dtype").value(dtype_name(c.dtype));
+    j.key("out_dtype").value(dtype_name(y_dtype(c.op, c.dtype)));
     j.key("cols").value(c.cols);
     j.key("rows").value(c.rows);
-    j.key("bytes_moved").value(c.rows * c.cols * (onorm_ref::op_inputs(c.op) + 1) * static_cast<int64_t>(dtype_size(c.dtype)));
+    j.key("bytes_moved").value(static_cast<int64_t>(std::llround(case_bytes_moved(c.op, c.dtype, c.rows, c.cols))));
     j.key("time_ms").value(c.t.median_s * 1e3);
     j.key("samples").value(c.t.samples);
     j.key("calls_per_sample").value(c.t.batch);
@@ -438,7 +455,7 @@ int cmd_bench(int argc, char** argv) {
   for (const BenchCase& c : cases) {
     if (c.skipped.empty()) continue;
     j.begin_object();
-    j.key("op").value(onorm_ref::op_name(c.op));
+    j.key("op").value(c.op.name());
     j.key("dtype").value(dtype_name(c.dtype));
     j.key("cols").value(c.cols);
     j.key("rows").value(c.rows);

@@ -21,32 +21,35 @@ namespace onorm_tool {
 const char* const kCompareUsage =
     "usage: onorm compare --op OP (--rows R --cols C | --input FILE.npy) [options]\n"
     "\n"
-    "  --op OP            one of" ONORM_TOOL_OP_NAMES "\n"
+    ONORM_TOOL_OP_USAGE
     "  --rows R --cols C  the problem's shape (taken from --input when given)\n"
     "  --dtype T          input dtype: f32 | f16 | bf16 | f64 (CPU only)   [f32, or the file's]\n"
-    "  --out-dtype T      output dtype                                   [same as --dtype]\n"
+    "  --out-dtype T      output dtype (not for the quantized ops)        [same as --dtype]\n"
     "  --backends LIST    comma-separated cpu,cuda[:N],hip[:N]; a backend may be repeated\n"
     "                     (a determinism check)                          [every available one]\n"
     "  --dist D           normal | uniform | large-offset | special      [normal]\n"
     "  --seed S           input generator seed                           [1]\n"
     "  --input FILE.npy   2-D C-order little-endian float32/float16/float64 array, or uint16\n"
     "                     holding bf16 bits with --dtype bf16; float64 with --dtype f32/f16/bf16\n"
-    "                     is rounded to that dtype; the backward ops read it as y and\n"
-    "                     generate dy (--dist normal, --seed)\n"
+    "                     is rounded to that dtype; softmax_backward and\n"
+    "                     log_softmax_backward read it as y, the others as x; dy and\n"
+    "                     the residual are generated (--dist normal, --seed)\n"
     "  --iters N          timed samples per backend                      [10]\n"
     "  --eps E            LayerNorm/RMSNorm epsilon                      [1e-5]\n"
+    ONORM_TOOL_NORM_OPTIONS_USAGE
     "  --json FILE        also write the results as JSON (schema in tools/README.md)\n"
     "\n"
     "Runs the operator on each backend over the same input, computes the float64 reference and\n"
     "prints one table: time, bandwidth, max abs/rel/ULP error, bitwise-differing elements\n"
     "between each pair of backends, and whether the contract's bound holds. Exit 3 when a\n"
-    "bound is violated.\n";
+    "bound is violated.\n"
+    ONORM_TOOL_NORM_OPS_HELP;
 
 int cmd_compare(int argc, char** argv) {
   const std::vector<OptionSpec> specs = {
       {"help", false}, {"op", true}, {"rows", true}, {"cols", true}, {"dtype", true}, {"out-dtype", true},
       {"backends", true}, {"dist", true}, {"seed", true}, {"input", true}, {"json", true}, {"iters", true},
-      {"eps", true}, {"perturb-ulps", true, true}};
+      {"eps", true}, {"weight-offset", true}, {"param-dtype", true}, {"perturb-ulps", true, true}};
   std::map<std::string, std::string> o;
   try {
     o = parse_options(argc, argv, 2, specs);
@@ -94,11 +97,11 @@ int cmd_compare(int argc, char** argv) {
   std::unique_ptr<OutputFile> json_out;  // opened now: an unwritable path is found before the runs
   if (o.count("json")) json_out.reset(new OutputFile(o.at("json")));
 
-  if (from_file) load_input(p, o.at("input"), o.count("dtype") > 0, o.count("out-dtype") > 0, o.count("rows") > 0,
-                             o.count("cols") > 0);
+  if (from_file) load_input(p, o);
   else generate_input(p, dist, seed);
   generate_second_input(p, from_file ? Dist::normal : dist, seed);
   generate_params(p, seed);
+  generate_statistics(p);
 
   // Unique labels: a repeated backend becomes "cpu#2".
   std::vector<Outcome> outs(backends.size());
@@ -121,7 +124,7 @@ int cmd_compare(int argc, char** argv) {
       DeviceRun dev(backends[i], p);
       outs[i].device = dev.device_name();
       dev.run_once();
-      dev.fetch(outs[i].y, outs[i].mean, outs[i].rstd);
+      dev.fetch(outs[i]);
       outs[i].timing = dev.time(iters);
       outs[i].gbps = p.moved_bytes() / outs[i].timing.median_s / 1e9;
     } catch (const ToolError& e) {  // reported in the table; the other backends still run
@@ -130,26 +133,25 @@ int cmd_compare(int argc, char** argv) {
       any_error = true;
     }
   }
-  const onorm_ref::Result ref = reference_of(p);
+  const Reference ref(p);
   bool all_ok = true;
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!outs[i].error.empty()) continue;
     if (perturb_ulps && (perturb_target.empty() ? i == 0 : outs[i].label == perturb_target))
       perturb(p, ref, outs[i].y, perturb_ulps);
-    outs[i].report = check_outcome(p, ref, outs[i]);
+    outs[i].report = ref.check(outs[i]);
     all_ok &= outs[i].report.ok();
   }
-  const size_t esz = dtype_size(p.out);
   std::vector<std::vector<int64_t>> diff(outs.size(), std::vector<int64_t>(outs.size(), 0));
   for (size_t i = 0; i < outs.size(); ++i)
     for (size_t j = 0; j < outs.size(); ++j)
       diff[i][j] = i == j || !outs[i].error.empty() || !outs[j].error.empty() ? -1
-                                                                            : bitwise_diff(outs[i].y, outs[j].y, esz);
+                                                                            : outputs_differing(p, outs[i], outs[j]);
 
   std::string input_text = from_file ? "input " + o.at("input")
                                      : std::string("input ") + dist_name(dist) + " seed " + std::to_string(seed);
-  std::printf("%s, %s, eps %g; error against float64, ulp of %s\n", shape_text(p).c_str(), input_text.c_str(),
-              p.eps, dtype_name(p.out));
+  std::printf("%s, %s, eps %g%s; error against float64, %s\n", shape_text(p).c_str(), input_text.c_str(), p.eps,
+              options_text(p).c_str(), error_text(p).c_str());
   std::vector<std::vector<std::string>> table;
   std::vector<std::string> head = {"backend", "device", "time_ms", "GB/s", "max_abs", "max_rel", "max_ulp", "bound"};
   for (const Outcome& oc : outs) head.push_back("!=" + oc.label);
@@ -176,12 +178,16 @@ int cmd_compare(int argc, char** argv) {
     j.begin_object();
     j.key("schema").value("onorm-compare/1");
     j.key("version").value(ONORM_TOOL_VERSION);
-    j.key("op").value(onorm_ref::op_name(p.op));
+    j.key("op").value(p.op.name());
     j.key("rows").value(p.rows);
     j.key("cols").value(p.cols);
     j.key("dtype").value(dtype_name(p.in));
     j.key("out_dtype").value(dtype_name(p.out));
     j.key("eps").value(p.eps);
+    if (p.op.norm) {  // the norm ops' options
+      j.key("param_dtype").value(dtype_name(p.param));
+      j.key("weight_offset").value(p.weight_offset);
+    }
     j.key("input").begin_object();
     if (from_file) {
       j.key("source").value("file");

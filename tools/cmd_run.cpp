@@ -15,27 +15,29 @@ namespace onorm_tool {
 const char* const kRunUsage =
     "usage: onorm run --op OP --rows R --cols C [options]\n"
     "\n"
-    "  --op OP            one of" ONORM_TOOL_OP_NAMES "\n"
+    ONORM_TOOL_OP_USAGE
     "  --rows R --cols C  the problem's shape\n"
     "  --dtype T          input dtype: f32 | f16 | bf16 | f64 (CPU only)   [f32]\n"
-    "  --out-dtype T      output dtype                                   [same as --dtype]\n"
+    "  --out-dtype T      output dtype (not for the quantized ops)        [same as --dtype]\n"
     "  --backend B        cpu | cuda[:N] | hip[:N]                        [best available]\n"
     "  --iters N          timed samples, median reported                 [20]\n"
     "  --seed S           input generator seed                           [1]\n"
     "  --dist D           normal | uniform | large-offset | special      [normal]\n"
     "  --eps E            LayerNorm/RMSNorm epsilon                      [1e-5]\n"
+    ONORM_TOOL_NORM_OPTIONS_USAGE
     "\n"
     "Times the operator (warm-up, then samples ending in onorm_synchronize), prints the median,\n"
-    "the effective bandwidth (x read + y written once) and the error against a float64\n"
-    "reference with the contract's bound. Exit 3 when the bound is violated.\n"
+    "the effective bandwidth (x read + y written once; the norm ops: every tensor once) and the\n"
+    "error against a float64 reference with the contract's bound. Exit 3 when the bound is violated.\n"
     "softmax_backward and log_softmax_backward read y (generated as x is) and dy (generated\n"
-    "the same way from another stream of the seed) and write dx.\n";
+    "the same way from another stream of the seed) and write dx.\n"
+    ONORM_TOOL_NORM_OPS_HELP;
 
 int cmd_run(int argc, char** argv) {
   const std::vector<OptionSpec> specs = {
       {"help", false}, {"op", true}, {"rows", true}, {"cols", true}, {"dtype", true}, {"out-dtype", true},
       {"backend", true}, {"iters", true}, {"seed", true}, {"dist", true}, {"eps", true},
-      {"perturb-ulps", true, true}};
+      {"weight-offset", true}, {"param-dtype", true}, {"perturb-ulps", true, true}};
   std::map<std::string, std::string> o;
   try {
     o = parse_options(argc, argv, 2, specs);
@@ -66,25 +68,25 @@ int cmd_run(int argc, char** argv) {
   generate_input(p, dist, seed);
   generate_second_input(p, dist, seed);
   generate_params(p, seed);
+  generate_statistics(p);
 
   Outcome out;
   {
     DeviceRun dev(spec, p);
     out.device = dev.device_name();
     dev.run_once();
-    dev.fetch(out.y, out.mean, out.rstd);
+    dev.fetch(out);
     out.timing = dev.time(iters);
   }
-  const onorm_ref::Result ref = reference_of(p);
+  const Reference ref(p);
   if (perturb_ulps) perturb(p, ref, out.y, perturb_ulps);
-  out.report = check_outcome(p, ref, out);
+  out.report = ref.check(out);
   const double gbps = p.moved_bytes() / out.timing.median_s / 1e9;
-  std::printf("%s on %s (%s), input %s seed %llu\n", shape_text(p).c_str(), spec.label().c_str(),
-              out.device.c_str(), dist_name(dist), static_cast<unsigned long long>(seed));
+  std::printf("%s on %s (%s), input %s seed %llu%s\n", shape_text(p).c_str(), spec.label().c_str(),
+              out.device.c_str(), dist_name(dist), static_cast<unsigned long long>(seed), options_text(p).c_str());
   std::printf("time       %.6g ms (median of %d samples, %d call%s each)\n", out.timing.median_s * 1e3,
               out.timing.samples, out.timing.batch, out.timing.batch == 1 ? "" : "s");
-  std::printf("bandwidth  %.6g GB/s (%s read + y written once: %.3f MB)\n", gbps, p.inputs() > 1 ? "inputs" : "x",
-              p.moved_bytes() / 1e6);
+  std::printf("bandwidth  %.6g GB/s (%s: %.3f MB)\n", gbps, moved_text(p.op).c_str(), p.moved_bytes() / 1e6);
   std::printf("max error  abs %s  rel %s  ulp(%s) %s\n", fmt_sci(out.report.max_abs).c_str(),
               fmt_sci(out.report.max_rel).c_str(), dtype_name(p.out), fmt_fixed(out.report.max_ulp, 2).c_str());
   std::printf("bound      %s: %s\n", out.report.ok() ? "holds" : "VIOLATED", out.report.describe().c_str());

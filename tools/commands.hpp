@@ -4,10 +4,31 @@
 #pragma once
 
 #include "onlinenorm/core/ops/op_list.h"
+#include "ops.hpp"
 
-// " softmax log_softmax ...": the op list's names, for the usage texts.
+// " softmax log_softmax ...": the op list's names, for the usage texts; then the norm ops'.
 #define ONORM_TOOL_OP_NAME(ID, name, Type) " " #name
 #define ONORM_TOOL_OP_NAMES ONORM_OP_LIST(ONORM_TOOL_OP_NAME)
+#define ONORM_TOOL_FORWARD_NAME(name, kind, residual, quantized) " " #name
+#define ONORM_TOOL_BACKWARD_NAME(name, kind) " " #name
+#define ONORM_TOOL_NORM_FORWARD_NAMES ONORM_TOOL_NORM_FORWARD_OPS(ONORM_TOOL_FORWARD_NAME)
+#define ONORM_TOOL_NORM_BACKWARD_NAMES ONORM_TOOL_NORM_BACKWARD_OPS(ONORM_TOOL_BACKWARD_NAME)
+
+// The usage texts' pieces that run and compare share: --op, the norm ops' options, what the
+// norm ops do.
+#define ONORM_TOOL_OP_USAGE                                                                \
+  "  --op OP            one of" ONORM_TOOL_OP_NAMES "\n"                                   \
+  "                     or a norm with options:" ONORM_TOOL_NORM_FORWARD_NAMES "\n"        \
+  "                     or a norm's backward:" ONORM_TOOL_NORM_BACKWARD_NAMES "\n"
+#define ONORM_TOOL_NORM_OPTIONS_USAGE                                                      \
+  "  --weight-offset W  norm ops: the scale is W + gamma (1: Gemma)      [0]\n"             \
+  "  --param-dtype T    norm ops: gamma/beta dtype, as --dtype           [same as --dtype]\n"
+#define ONORM_TOOL_NORM_OPS_HELP                                                           \
+  "The norm ops run onorm_norm and onorm_norm_backward: add_rms_norm and add_layer_norm\n"  \
+  "normalize h = x + residual (the residual generated like x; h written to residual_out,\n"  \
+  "x's dtype); *_fp8 and *_i8 quantize y to f8_e4m3 / i8 with a per-row y_scale; the\n"     \
+  "backward passes read x, dy (generated like x) and the float64 forward's mean and rstd of\n" \
+  "x rounded to float, and write dx, dgamma (and dbeta).\n"
 
 namespace onorm_tool {
 

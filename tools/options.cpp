@@ -42,13 +42,16 @@ onorm_dtype dtype_option(const std::string& opt, const std::string& text, const 
   return d;
 }
 
-Op op_option(const std::map<std::string, std::string>& o, const char* usage) {
+ToolOp parse_op_or_usage(const std::string& text, const char* usage) {
+  ToolOp op;
+  if (!parse_tool_op(text, op)) usage_error("unknown op '" + text + "' (" + tool_op_names() + ")", usage);
+  return op;
+}
+
+ToolOp op_option(const std::map<std::string, std::string>& o, const char* usage) {
   auto it = o.find("op");
   if (it == o.end()) usage_error("missing --op", usage);
-  Op op;
-  if (!onorm_ref::parse_op(it->second, op))
-    usage_error("unknown op '" + it->second + "' (" + onorm_ref::op_names() + ")", usage);
-  return op;
+  return parse_op_or_usage(it->second, usage);
 }
 
 Dist dist_option(const std::map<std::string, std::string>& o, const char* usage) {
@@ -59,12 +62,33 @@ Dist dist_option(const std::map<std::string, std::string>& o, const char* usage)
   return d;
 }
 
-// Builds the problem (generated) from --op/--rows/--cols/--dtype/--out-dtype/--eps/--dist/--seed.
+namespace {
+
+// Output and parameter dtypes not given follow the input's (the quantized ops write their own).
+void default_dtypes(Problem& p, const std::map<std::string, std::string>& o) {
+  if (!o.count("out-dtype")) p.out = y_dtype(p.op, p.in);
+  if (!o.count("param-dtype")) p.param = p.in;
+}
+
+}  // namespace
+
 Problem problem_from_options(const std::map<std::string, std::string>& o, const char* usage, bool shape_required) {
   Problem p;
   p.op = op_option(o, usage);
   if (o.count("dtype")) p.in = dtype_option("dtype", o.at("dtype"), usage);
-  p.out = o.count("out-dtype") ? dtype_option("out-dtype", o.at("out-dtype"), usage) : p.in;
+  if (o.count("out-dtype")) {
+    if (p.op.norm && p.op.norm->quantized)
+      usage_error("option '--out-dtype': " + std::string(p.op.name()) + " writes y as " +
+                  dtype_name(*p.op.norm->quantized), usage);
+    p.out = dtype_option("out-dtype", o.at("out-dtype"), usage);
+  }
+  for (const char* opt : {"weight-offset", "param-dtype"})
+    if (o.count(opt) && !p.op.norm)
+      usage_error("option '--" + std::string(opt) + "' does not apply to " + p.op.name() +
+                  " (only to the norm ops of onorm_norm and onorm_norm_backward)", usage);
+  if (o.count("param-dtype")) p.param = dtype_option("param-dtype", o.at("param-dtype"), usage);
+  if (o.count("weight-offset")) p.weight_offset = parse_double("weight-offset", o.at("weight-offset"));
+  default_dtypes(p, o);
   if (o.count("eps")) {
     p.eps = parse_double("eps", o.at("eps"));
     if (p.eps < 0) usage_error("option '--eps': must be >= 0", usage);
@@ -83,9 +107,9 @@ uint64_t seed_option(const std::map<std::string, std::string>& o) {
   return o.count("seed") ? static_cast<uint64_t>(parse_int("seed", o.at("seed"), 0, std::numeric_limits<int64_t>::max())) : 1;
 }
 
-// Loads --input into p (shape and dtype from the file, checked against the options given).
-void load_input(Problem& p, const std::string& path, bool dtype_given, bool out_dtype_given, bool rows_given,
-                bool cols_given) {
+void load_input(Problem& p, const std::map<std::string, std::string>& o) {
+  const std::string& path = o.at("input");
+  const bool dtype_given = o.count("dtype") > 0, rows_given = o.count("rows") > 0, cols_given = o.count("cols") > 0;
   NpyArray a;
   std::string err;
   if (!read_npy_file(path, a, err)) throw ToolError(err);
@@ -110,7 +134,7 @@ void load_input(Problem& p, const std::string& path, bool dtype_given, bool out_
     throw ToolError(path + ": dtype '" + a.descr + "' is not float32, float16, float64 or uint16 (bf16 bits)");
   }
   if (!dtype_given) p.in = file;
-  if (!out_dtype_given) p.out = p.in;
+  default_dtypes(p, o);
   const int64_t n = p.rows * p.cols;
   if (file == p.in) {
     p.x = std::move(a.data);

@@ -21,13 +21,16 @@ BackendSpec best_backend();
 void require_available(const BackendSpec& spec);
 BackendSpec backend_option(const std::string& text, const char* usage);
 onorm_dtype dtype_option(const std::string& opt, const std::string& text, const char* usage);
-Op op_option(const std::map<std::string, std::string>& o, const char* usage);
+ToolOp op_option(const std::map<std::string, std::string>& o, const char* usage);
+// --op's value, or an element of --ops: a usage error names every op.
+ToolOp parse_op_or_usage(const std::string& text, const char* usage);
 Dist dist_option(const std::map<std::string, std::string>& o, const char* usage);
-// Builds the problem (not yet generated) from --op/--rows/--cols/--dtype/--out-dtype/--eps.
+// Builds the problem (not yet generated) from --op/--rows/--cols/--dtype/--out-dtype/--eps and
+// the norm ops' --weight-offset/--param-dtype.
 Problem problem_from_options(const std::map<std::string, std::string>& o, const char* usage, bool shape_required);
 uint64_t seed_option(const std::map<std::string, std::string>& o);
-// Loads --input into p.x (shape and dtype from the file, checked against the options given).
-void load_input(Problem& p, const std::string& path, bool dtype_given, bool out_dtype_given, bool rows_given,
-                bool cols_given);
+// Loads --input into p.x (shape and dtype from the file, checked against the options given); the
+// output and parameter dtypes not given follow the file's.
+void load_input(Problem& p, const std::map<std::string, std::string>& o);
 
 }  // namespace onorm_tool

@@ -233,7 +233,7 @@ void generate_rows(const Problem& p, std::vector<unsigned char>& x, Dist dist, u
   std::vector<float> row(static_cast<size_t>(p.cols));
   Rng rng{seed * 0x2545f4914f6cdd1dull + 1};
   const float inf = std::numeric_limits<float>::infinity();
-  const bool softmax_like = p.op == Op::softmax || p.op == Op::log_softmax;
+  const bool softmax_like = p.op.base == Op::softmax || p.op.base == Op::log_softmax;
   // The backward passes sum y * dy (or dy) in float: huge values stay where their products
   // cannot overflow.
   const float huge = p.inputs() > 1 ? 1e9f : 1e18f;
@@ -280,26 +280,40 @@ void generate_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_ato
 }
 
 void generate_second_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel) {
-  p.dy.clear();
-  if (p.inputs() > 1) generate_rows(p, p.dy, dist, seed ^ 0x5bd1e9955bd1e995ull, cancel);
+  p.second.clear();
+  if (p.inputs() > 1) generate_rows(p, p.second, dist, seed ^ 0x5bd1e9955bd1e995ull, cancel);
 }
 
 void generate_params(Problem& p, uint64_t seed) {
   p.gamma.clear();
   p.beta.clear();
-  if (!p.has_gamma()) return;
+  const Tensors t = tensors_of(p.op);
+  if (!t.gamma) return;
   Rng rng{seed * 0x9e3779b97f4a7c15ull + 7};
   std::vector<float> g(static_cast<size_t>(p.cols)), b(static_cast<size_t>(p.cols));
   for (int64_t c = 0; c < p.cols; ++c) {
     g[c] = static_cast<float>(0.5 + rng.uniform());
     b[c] = static_cast<float>(rng.uniform() - 0.5);
   }
-  p.gamma.resize(static_cast<size_t>(p.cols) * dtype_size(p.in));
-  encode_floats(g.data(), g.size(), p.in, p.gamma.data());
-  if (p.op == Op::layer_norm) {
+  p.gamma.resize(static_cast<size_t>(p.cols) * dtype_size(p.param));
+  encode_floats(g.data(), g.size(), p.param, p.gamma.data());
+  if (t.beta) {
     p.beta.resize(p.gamma.size());
-    encode_floats(b.data(), b.size(), p.in, p.beta.data());
+    encode_floats(b.data(), b.size(), p.param, p.beta.data());
   }
+}
+
+void generate_statistics(Problem& p) {
+  p.mean.clear();
+  p.rstd.clear();
+  if (writes_statistics(p.op)) return;
+  onorm_ref::NormSpec forward;
+  forward.layer = p.op.base == Op::layer_norm;
+  forward.x = onorm_rows{p.x.data(), p.in, p.rows, p.cols, p.cols};
+  forward.eps = p.eps;
+  const onorm_ref::Result ref = onorm_ref::compute_norm(forward).norm;
+  p.mean.assign(ref.mean.begin(), ref.mean.end());
+  p.rstd.assign(ref.rstd.begin(), ref.rstd.end());
 }
 
 // ---------------------------------------------------------------- running
@@ -337,33 +351,32 @@ Timing time_calls(onorm_context ctx, const std::function<onorm_status()>& fn, in
   return t;
 }
 
-DeviceRun::DeviceRun(const BackendSpec& spec, const Problem& p, int64_t stats_rows)
-    : p_(p), label_(spec.label()), op_(p.op), rows_(p.rows), cols_(p.cols) {
+DeviceRun::DeviceRun(const BackendSpec& spec, const Problem& p, int64_t stats_rows, const Tensors& also)
+    : p_(p), label_(spec.label()), op_(p.op), out_(p.out), rows_(p.rows), cols_(p.cols) {
   capacity_ = p.rows * p.cols;
   stats_capacity_ = std::max(p.rows, stats_rows);
+  param_cols_ = static_cast<int64_t>(p.gamma.size() / dtype_size(p.param));
+  allocated_ = tensors_of(p.op);
+  allocated_ |= also;
   if (onorm_status s = onorm_create(spec.kind, spec.device, &ctx_)) {
     ctx_ = nullptr;
     throw_status("backend " + label_, s);
   }
   try {
     name_ = onorm_backend_name(ctx_);
-    x_ = alloc(p.x_bytes());
+    x_ = alloc_copy(p.x, "x");
     y_ = alloc(p.y_bytes());
-    upload(x_, p.x.data(), p.x_bytes());
-    if (!p.dy.empty()) {
-      dy_ = alloc(p.dy.size());
-      upload(dy_, p.dy.data(), p.dy.size());
-    }
-    if (!p.gamma.empty()) {
-      gamma_ = alloc(p.gamma.size());
-      upload(gamma_, p.gamma.data(), p.gamma.size());
-    }
-    if (!p.beta.empty()) {
-      beta_ = alloc(p.beta.size());
-      upload(beta_, p.beta.data(), p.beta.size());
-    }
-    if (p.op == Op::layer_norm) mean_ = static_cast<float*>(alloc(static_cast<size_t>(stats_capacity_) * 4));
-    if (p.has_gamma()) rstd_ = static_cast<float*>(alloc(static_cast<size_t>(stats_capacity_) * 4));
+    const Tensors& t = allocated_;
+    if (t.second) second_ = alloc_copy(p.second, "the second input");
+    if (t.gamma) gamma_ = alloc_copy(p.gamma, "gamma");
+    if (t.beta) beta_ = alloc_copy(p.beta, "beta");
+    // Outputs of the forward norms; the backward's inputs where p holds them.
+    if (t.mean) mean_ = alloc_floats(stats_capacity_, p.mean);
+    if (t.rstd) rstd_ = alloc_floats(stats_capacity_, p.rstd);
+    if (t.residual_out) residual_out_ = alloc(p.x_bytes());
+    if (t.y_scale) y_scale_ = alloc_floats(stats_capacity_, {});
+    if (t.dgamma) dgamma_ = alloc_floats(param_cols_, {});
+    if (t.dbeta) dbeta_ = alloc_floats(param_cols_, {});
   } catch (...) {
     release();
     throw;
@@ -374,10 +387,12 @@ DeviceRun::~DeviceRun() { release(); }
 
 void DeviceRun::release() {
   if (!ctx_) return;
-  for (void* ptr : {x_, dy_, y_, gamma_, beta_, static_cast<void*>(mean_), static_cast<void*>(rstd_)})
+  for (void* ptr : {x_, second_, y_, gamma_, beta_, residual_out_, static_cast<void*>(mean_),
+                    static_cast<void*>(rstd_), static_cast<void*>(y_scale_), static_cast<void*>(dgamma_),
+                    static_cast<void*>(dbeta_)})
     if (ptr) onorm_free(ctx_, ptr);
-  x_ = dy_ = y_ = gamma_ = beta_ = nullptr;
-  mean_ = rstd_ = nullptr;
+  x_ = second_ = y_ = gamma_ = beta_ = residual_out_ = nullptr;
+  mean_ = rstd_ = y_scale_ = dgamma_ = dbeta_ = nullptr;
   onorm_destroy(ctx_);
   ctx_ = nullptr;
 }
@@ -388,45 +403,68 @@ void* DeviceRun::alloc(size_t bytes) {
   return ptr;
 }
 
+void* DeviceRun::alloc_copy(const std::vector<unsigned char>& host, const char* what) {
+  if (host.empty()) throw ToolError(std::string("internal: no ") + what + " to put on the device");
+  void* ptr = alloc(host.size());
+  upload(ptr, host.data(), host.size());
+  return ptr;
+}
+
+float* DeviceRun::alloc_floats(int64_t n, const std::vector<float>& host) {
+  float* ptr = static_cast<float*>(alloc(static_cast<size_t>(n) * 4));
+  upload(ptr, host.data(), std::min(host.size(), static_cast<size_t>(n)) * 4);
+  return ptr;
+}
+
 void DeviceRun::upload(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
   if (onorm_status s = onorm_memcpy(ctx_, dst, src, bytes, ONORM_COPY_HOST_TO_DEVICE))
     throw_status(label_ + ": onorm_memcpy to the device", s);
 }
 
-void DeviceRun::reshape(Op op, int64_t rows, int64_t cols) {
-  const bool needs_params = op == Op::layer_norm || op == Op::rms_norm;
-  const int64_t param_cols = static_cast<int64_t>(p_.gamma.size() / dtype_size(p_.in));
-  if (rows * cols > capacity_ || (needs_params && (cols > param_cols || rows > stats_capacity_)) ||
-      (needs_params && !p_.has_gamma()) || (op == Op::layer_norm && p_.op != Op::layer_norm) ||
-      (onorm_ref::op_inputs(op) > 1 && !dy_))
+void DeviceRun::download(void* dst, const void* src, size_t bytes) {
+  if (onorm_status s = onorm_memcpy(ctx_, dst, src, bytes, ONORM_COPY_DEVICE_TO_HOST))
+    throw_status(label_ + ": onorm_memcpy from the device", s);
+}
+
+void DeviceRun::reshape(const ToolOp& op, int64_t rows, int64_t cols) {
+  const Tensors need = tensors_of(op);
+  const onorm_dtype out = y_dtype(op, p_.out);
+  const bool per_row = need.mean || need.rstd || need.y_scale;
+  if (rows * cols > capacity_ || dtype_size(out) > dtype_size(p_.out) || !allocated_.covers(need) ||
+      (need.gamma && cols > param_cols_) || (per_row && rows > stats_capacity_))
     throw ToolError("internal: reshape beyond the buffers allocated");
   op_ = op;
+  out_ = out;
   rows_ = rows;
   cols_ = cols;
 }
 
 onorm_status DeviceRun::call() {
-  const onorm_rows x{x_, p_.in, rows_, cols_, cols_};
-  const onorm_rows y{y_, p_.out, rows_, cols_, cols_};
-  switch (op_) {
-    case Op::softmax: return onorm_softmax(ctx_, &x, &y);
-    case Op::log_softmax: return onorm_log_softmax(ctx_, &x, &y);
-    case Op::layer_norm: return onorm_layer_norm(ctx_, &x, gamma_, beta_, p_.eps, &y, mean_, rstd_);
-    case Op::rms_norm: return onorm_rms_norm(ctx_, &x, gamma_, p_.eps, &y, rstd_);
-    case Op::softmax_backward: {
-      const onorm_rows dy{dy_, p_.in, rows_, cols_, cols_};
-      return onorm_softmax_backward(ctx_, &x, &dy, &y);
-    }
-    case Op::log_softmax_backward: {
-      const onorm_rows dy{dy_, p_.in, rows_, cols_, cols_};
-      return onorm_log_softmax_backward(ctx_, &x, &dy, &y);
-    }
-  }
-  return ONORM_ERROR_INTERNAL;
+  OpCall c;
+  c.rows = rows_;
+  c.cols = cols_;
+  c.in = p_.in;
+  c.out = out_;
+  c.param = p_.param;
+  c.eps = p_.eps;
+  c.weight_offset = p_.weight_offset;
+  c.x = x_;
+  c.second = second_;
+  c.y = y_;
+  c.gamma = gamma_;
+  c.beta = beta_;
+  c.residual_out = residual_out_;
+  c.mean = mean_;
+  c.rstd = rstd_;
+  c.y_scale = y_scale_;
+  c.dgamma = dgamma_;
+  c.dbeta = dbeta_;
+  return call_op(ctx_, op_, c);
 }
 
 void DeviceRun::run_once() {
-  if (onorm_status s = call()) throw_status(label_ + ": " + onorm_ref::op_name(op_), s);
+  if (onorm_status s = call()) throw_status(label_ + ": " + op_.name(), s);
   if (onorm_status s = onorm_synchronize(ctx_)) throw_status(label_ + ": onorm_synchronize", s);
 }
 
@@ -434,27 +472,27 @@ Timing DeviceRun::time(int samples) {
   try {
     return time_calls(ctx_, [this] { return call(); }, samples);
   } catch (const ToolError& e) {
-    throw ToolError(label_ + ": " + onorm_ref::op_name(op_) + ": " + e.what());
+    throw ToolError(label_ + ": " + op_.name() + ": " + e.what());
   }
 }
 
-void DeviceRun::fetch(std::vector<unsigned char>& y, std::vector<float>& mean, std::vector<float>& rstd) {
-  y.resize(static_cast<size_t>(rows_ * cols_) * dtype_size(p_.out));
-  auto down = [&](void* dst, const void* src, size_t bytes) {
-    if (onorm_status s = onorm_memcpy(ctx_, dst, src, bytes, ONORM_COPY_DEVICE_TO_HOST))
-      throw_status(label_ + ": onorm_memcpy from the device", s);
+void DeviceRun::fetch(Outputs& out) {
+  const Tensors t = tensors_of(op_);
+  const size_t elems = static_cast<size_t>(rows_ * cols_), rows = static_cast<size_t>(rows_),
+               cols = static_cast<size_t>(cols_);
+  auto take = [&](auto& host, const void* device, bool wanted, size_t n, size_t elem) {
+    host.clear();
+    if (!wanted) return;
+    host.resize(n * elem / sizeof(host[0]));
+    download(host.data(), device, n * elem);
   };
-  down(y.data(), y_, y.size());
-  mean.clear();
-  rstd.clear();
-  if (mean_ && op_ == Op::layer_norm) {
-    mean.resize(static_cast<size_t>(rows_));
-    down(mean.data(), mean_, mean.size() * 4);
-  }
-  if (rstd_ && (op_ == Op::layer_norm || op_ == Op::rms_norm)) {
-    rstd.resize(static_cast<size_t>(rows_));
-    down(rstd.data(), rstd_, rstd.size() * 4);
-  }
+  take(out.y, y_, true, elems, dtype_size(out_));
+  take(out.mean, mean_, t.mean && writes_statistics(op_), rows, 4);
+  take(out.rstd, rstd_, t.rstd && writes_statistics(op_), rows, 4);
+  take(out.residual_out, residual_out_, t.residual_out, elems, dtype_size(p_.in));
+  take(out.y_scale, y_scale_, t.y_scale, rows, 4);
+  take(out.dgamma, dgamma_, t.dgamma, cols, 4);
+  take(out.dbeta, dbeta_, t.dbeta, cols, 4);
 }
 
 }  // namespace onorm_tool

@@ -11,11 +11,10 @@
 #include <vector>
 
 #include "onlinenorm/onlinenorm.h"
+#include "ops.hpp"
 #include "reference.hpp"
 
 namespace onorm_tool {
-
-using onorm_ref::Op;
 
 // Exit statuses of the tool.
 constexpr int kExitOk = 0;
@@ -67,27 +66,34 @@ bool parse_dist(const std::string& s, Dist& out);
 const char* dist_name(Dist d);
 
 struct Problem {
-  Op op = Op::softmax;
+  ToolOp op;
   int64_t rows = 0, cols = 0;
-  onorm_dtype in = ONORM_F32, out = ONORM_F32;
+  onorm_dtype in = ONORM_F32, out = ONORM_F32;  // out: y's (dx's) dtype, the quantized ops' own
+  onorm_dtype param = ONORM_F32;                // gamma/beta's dtype: x's, or --param-dtype (norm ops)
   double eps = 1e-5;
+  double weight_offset = 0;                     // norm ops: the scale is weight_offset + gamma
   std::vector<unsigned char> x;            // rows * cols elements of `in`, dense
-  std::vector<unsigned char> dy;           // the second input of two-input ops (softmax backward), like x
-  std::vector<unsigned char> gamma, beta;  // cols elements of `in` (norms only; empty otherwise)
-  int inputs() const { return onorm_ref::op_inputs(op); }
+  std::vector<unsigned char> second;       // the second input of two-input ops, like x: dy of the
+                                           // backward passes, the residual of add_rms_norm/add_layer_norm
+  std::vector<unsigned char> gamma, beta;  // cols elements of `param` (norms only; empty otherwise)
+  std::vector<float> mean, rstd;           // the norms' backward: the forward's statistics, an input
+  int inputs() const { return row_inputs(op); }
   size_t x_bytes() const { return static_cast<size_t>(rows * cols) * dtype_size(in); }
   size_t y_bytes() const { return static_cast<size_t>(rows * cols) * dtype_size(out); }
-  // Bytes one run moves for the bandwidth figure: each input read once and y written once.
-  double moved_bytes() const { return static_cast<double>(inputs() * x_bytes() + y_bytes()); }
-  bool has_gamma() const { return op == Op::layer_norm || op == Op::rms_norm; }
+  // Bytes one run moves for the bandwidth figure (ops.hpp: what is counted).
+  double moved_bytes() const { return onorm_tool::moved_bytes(op, rows, cols, in, out, param); }
 };
 
 // Fills p.x (rows, cols, in set) from dist and seed. Works a row at a time (no float copy of
 // the whole input); when *cancel becomes non-zero it stops and throws Interrupted.
 void generate_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel = nullptr);
-// Fills p.dy for two-input ops (nothing otherwise) like x, from another stream of the seed.
+// Fills p.second for two-input ops (nothing otherwise) like x, from another stream of the seed.
 void generate_second_input(Problem& p, Dist dist, uint64_t seed, const volatile sig_atomic_t* cancel = nullptr);
+// Fills gamma (and beta) of the norms, in p.param.
 void generate_params(Problem& p, uint64_t seed);
+// The norms' backward: fills p.mean and p.rstd with the float64 forward's statistics of x, rounded
+// to float, so that every backend gets the same inputs (nothing for the other ops).
+void generate_statistics(Problem& p);
 // Encodes float values into a buffer of dtype (round to nearest even).
 void encode_floats(const float* src, size_t n, onorm_dtype dtype, unsigned char* dst);
 
@@ -103,11 +109,22 @@ struct Timing {
 Timing time_calls(onorm_context ctx, const std::function<onorm_status()>& fn, int samples,
                   double min_sample_s = 2e-4);
 
+// Host copies of what one run wrote (empty where the op writes nothing of the kind).
+struct Outputs {
+  std::vector<unsigned char> y;             // y, or dx for the backward passes
+  std::vector<float> mean, rstd;            // the statistics the forward norms write
+  std::vector<unsigned char> residual_out;  // h = x + residual, in x's dtype
+  std::vector<float> y_scale;               // the quantized ops' per-row scale
+  std::vector<float> dgamma, dbeta;         // the norms' backward
+};
+
 // An open context with the problem's buffers on the device.
 class DeviceRun {
  public:
-  // stats_rows: room for mean/rstd of that many rows (for reshape); p.rows at least.
-  DeviceRun(const BackendSpec& spec, const Problem& p, int64_t stats_rows = 0);
+  // stats_rows: room for the per-row floats (mean, rstd, y_scale) of that many rows, p.rows at
+  // least. also: the tensors of other ops the run is reshaped to (bench), allocated too; the
+  // inputs among them (a second input, gamma, beta, the backward's statistics) come from p.
+  DeviceRun(const BackendSpec& spec, const Problem& p, int64_t stats_rows = 0, const Tensors& also = {});
   ~DeviceRun();
   DeviceRun(const DeviceRun&) = delete;
   DeviceRun& operator=(const DeviceRun&) = delete;
@@ -116,23 +133,29 @@ class DeviceRun {
   onorm_status call();          // runs the op once (asynchronous on GPUs)
   void run_once();              // call + synchronize, throws ToolError with the library's message
   Timing time(int samples);     // warm-up once, then timed samples
-  // Views the same buffers as another shape (bench): rows*cols within p's, a norm's cols
-  // within p's gamma, the op's parameters (and a second input) allocated.
-  void reshape(Op op, int64_t rows, int64_t cols);
-  // Copies of device buffers: y (current shape) and the statistics the op writes.
-  void fetch(std::vector<unsigned char>& y, std::vector<float>& mean, std::vector<float>& rstd);
+  // Views the same buffers as another op and shape (bench): rows*cols within p's, a norm's cols
+  // within p's gamma, rows within the per-row floats, the op's tensors allocated.
+  void reshape(const ToolOp& op, int64_t rows, int64_t cols);
+  // Host copies of what the op wrote (current shape); not the statistics the backward reads.
+  void fetch(Outputs& out);
 
  private:
   void release();
   void* alloc(size_t bytes);
+  void* alloc_copy(const std::vector<unsigned char>& host, const char* what);
+  float* alloc_floats(int64_t n, const std::vector<float>& host);
   void upload(void* dst, const void* src, size_t bytes);
+  void download(void* dst, const void* src, size_t bytes);
   const Problem& p_;
   std::string label_, name_;
-  Op op_;
-  int64_t rows_, cols_, capacity_ = 0, stats_capacity_ = 0;
+  ToolOp op_;
+  onorm_dtype out_;  // y's dtype for op_
+  Tensors allocated_;
+  int64_t rows_, cols_, capacity_ = 0, stats_capacity_ = 0, param_cols_ = 0;
   onorm_context ctx_ = nullptr;
-  void *x_ = nullptr, *dy_ = nullptr, *y_ = nullptr, *gamma_ = nullptr, *beta_ = nullptr;
-  float *mean_ = nullptr, *rstd_ = nullptr;
+  void *x_ = nullptr, *second_ = nullptr, *y_ = nullptr, *gamma_ = nullptr, *beta_ = nullptr,
+       *residual_out_ = nullptr;
+  float *mean_ = nullptr, *rstd_ = nullptr, *y_scale_ = nullptr, *dgamma_ = nullptr, *dbeta_ = nullptr;
 };
 
 [[noreturn]] void throw_status(const std::string& what, onorm_status s);

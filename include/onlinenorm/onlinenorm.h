@@ -16,7 +16,9 @@
 extern "C" {
 #endif
 
-#define ONORM_API_VERSION 1
+/* 2: version 1, the norms with options (onorm_norm) and the backward passes; docs/API.md lists
+   the version-2 sections this header has. */
+#define ONORM_API_VERSION 2
 
 /* In C++ the enums get int as their fixed underlying type, so that any int a C caller passes
    is a valid value (checked and refused at run time, not undefined behaviour). Same ABI. */

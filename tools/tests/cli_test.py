@@ -3,7 +3,8 @@
 
 usage: cli_test.py ONORM_EXECUTABLE TEST_NAME [WORK_DIR]
 Test names: compare_table, bound_violation, json_schema, npy_input, usage_errors, bench,
-bench_memory, bench_interrupt, bench_setup_interrupt, bench_png, run, info, backward. Uses only the Python standard library.
+bench_memory, bench_interrupt, bench_setup_interrupt, bench_png, run, info, backward, norm_ops_compare,
+norm_ops_run, norm_ops_usage, norm_ops_bench. Uses only the Python standard library.
 """
 import json
 import os
@@ -301,6 +302,16 @@ def test_npy_input():
     onorm("compare", "--op", "softmax", "--input", f32, "--dist", "normal", expect=2)
 
 
+def expect_usage_errors(cases):
+    """Each (args, needle): exit 2, the needle and the command's usage on stderr, nothing on stdout."""
+    for args, needle in cases:
+        p = onorm(*args)
+        check(p.returncode == 2, "%r: exit %d (want 2)\n%s" % (args, p.returncode, p.stderr))
+        check(needle in p.stderr, "%r: %r not in %r" % (args, needle, p.stderr))
+        check("usage: onorm" in p.stderr, "%r: no usage in %r" % (args, p.stderr))
+        check(p.stdout == "", "%r: stdout %r" % (args, p.stdout))
+
+
 def test_usage_errors():
     cases = [
         ([], "missing command"),
@@ -332,12 +343,7 @@ def test_usage_errors():
         (["bench", "--mb", "0"], "must be in"),
         (["info", "--verbose"], "unknown option"),
     ]
-    for args, needle in cases:
-        p = onorm(*args)
-        check(p.returncode == 2, "%r: exit %d (want 2)\n%s" % (args, p.returncode, p.stderr))
-        check(needle in p.stderr, "%r: %r not in %r" % (args, needle, p.stderr))
-        check("usage: onorm" in p.stderr, "%r: no usage in %r" % (args, p.stderr))
-        check(p.stdout == "", "%r: stdout %r" % (args, p.stdout))
+    expect_usage_errors(cases)
     # the usage shown is the command's own
     p = onorm("bench", "--bogus", expect=2)
     check("usage: onorm bench" in p.stderr, p.stderr)
@@ -404,7 +410,12 @@ def is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def validate_bench_json(j, copy_measured=True):
+def list_op_bytes(r):
+    """bytes_moved of a one-input op of the library's list: x read and y written."""
+    return r["rows"] * r["cols"] * 2 * {"f32": 4, "f64": 8}.get(r["dtype"], 2)
+
+
+def validate_bench_json(j, copy_measured=True, bytes_of=list_op_bytes):
     check(j["schema"] == "onorm-bench/1", j)
     for k in ["version", "backend", "device", "bytes_per_case", "iters", "seed", "interrupted", "copy", "results",
               "skipped"]:
@@ -422,8 +433,7 @@ def validate_bench_json(j, copy_measured=True):
             check(k in r, "result lacks %r: %r" % (k, r))
         for k in ["cols", "rows", "bytes_moved", "samples", "calls_per_sample"]:
             check(is_int(r[k]), (k, r))
-        size = {"f32": 4, "f64": 8}.get(r["dtype"], 2)
-        check(r["bytes_moved"] == r["rows"] * r["cols"] * 2 * size, r)
+        check(r["bytes_moved"] == bytes_of(r), r)
         check(r["gbps"] > 0 and r["time_ms"] > 0, r)
         check(abs(r["bytes_moved"] / (r["time_ms"] * 1e-3) / 1e9 - r["gbps"]) <= 1e-3 * r["gbps"], r)
         check(abs(r["fraction_of_copy"] - r["gbps"] / j["copy"]["gbps"]) < 1e-6, r)
@@ -610,6 +620,160 @@ def test_backward():
     for r in j["results"]:
         n = 3 if r["op"].endswith("_backward") else 2
         check(r["bytes_moved"] == r["rows"] * r["cols"] * 4 * n, r)
+
+# The norm ops of onorm_norm / onorm_norm_backward: (LayerNorm?, backward?, residual?, quantized y dtype).
+NORM_OPS = {
+    "add_rms_norm": (False, False, True, None),
+    "add_layer_norm": (True, False, True, None),
+    "rms_norm_fp8": (False, False, False, "f8_e4m3"),
+    "rms_norm_i8": (False, False, False, "i8"),
+    "layer_norm_fp8": (True, False, False, "f8_e4m3"),
+    "layer_norm_i8": (True, False, False, "i8"),
+    "rms_norm_backward": (False, True, False, None),
+    "layer_norm_backward": (True, True, False, None),
+}
+SIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "f8_e4m3": 1}
+
+
+def norm_bytes(op, rows, cols, dtype, out_dtype, param_dtype):
+    """The bytes a norm op moves: every tensor it reads or writes once (x, dy or the residual,
+    residual_out, y or dx, gamma/beta, mean/rstd, y_scale, dgamma/dbeta)."""
+    layer, backward, residual, quant = NORM_OPS[op]
+    x, y = rows * cols * SIZE[dtype], rows * cols * SIZE[out_dtype]
+    per_param, stats = cols * SIZE[param_dtype], (2 if layer else 1) * rows * 4
+    if backward:  # x, dy, gamma, mean/rstd read; dx, dgamma (and dbeta) written
+        return 2 * x + y + per_param + stats + (2 if layer else 1) * cols * 4
+    return x + y + (2 if layer else 1) * per_param + stats + (2 * x if residual else 0) + (rows * 4 if quant else 0)
+
+
+def test_norm_ops_compare():
+    """Every norm op on two CPU contexts: within the bound, deterministic, the output dtype and
+    options named; the JSON carries them and the bytes every tensor moves."""
+    out = os.path.join(WORK, "norm.json")
+    for op, (layer, backward, residual, quant) in NORM_OPS.items():
+        for dt in ["f32", "bf16"]:
+            p = onorm("compare", "--op", op, "--rows", 37, "--cols", 300, "--dtype", dt, "--backends", "cpu,cpu",
+                      "--iters", 1, "--json", out, expect=0)
+            out_dt = quant or dt
+            first = p.stdout.splitlines()[0]
+            check("%s 37x300 %s -> %s" % (op, dt, out_dt) in first, first)
+            check("params %s, weight offset 0" % dt in first, first)
+            head, rows = parse_table(p.stdout)
+            check([r["backend"] for r in rows] == ["cpu", "cpu#2"], rows)
+            for r in rows:
+                check(r["bound"] == "ok" and float(r["GB/s"]) > 0, r)
+                if quant:  # the distance on the quantized grid: the reference's value or a neighbour
+                    check(float(r["max_ulp"]) <= 1, r)
+                    check(0 < float(r["max_abs"]) < 1, r)  # dequantized: the grid's steps show
+            check(rows[0]["!=cpu#2"] == "0" and rows[1]["!=cpu"] == "0", "not deterministic? %r" % rows)
+            j = json.load(open(out))
+            validate_compare_json(j, 2)
+            check(j["op"] == op and j["out_dtype"] == out_dt and j["param_dtype"] == dt and j["weight_offset"] == 0, j)
+            want = norm_bytes(op, 37, 300, dt, out_dt, dt)
+            check(all(b["bytes_moved"] == want for b in j["backends"]), (want, j["backends"]))
+            # what is checked: y (dx), and residual_out, y_scale, statistics, dgamma/dbeta
+            extra = 37 * 300 * residual + 37 * bool(quant) + (37 * (1 + layer) if not backward else 300 * (1 + layer))
+            check(j["backends"][0]["checked"] == 37 * 300 + extra, (extra, j["backends"][0]["checked"]))
+        # other dtypes, parameters and offsets, the special values, a .npy input
+        p = onorm("compare", "--op", op, "--rows", 9, "--cols", 257, "--dtype", "bf16", "--param-dtype", "f32",
+                  "--weight-offset", 1, "--backends", "cpu", "--iters", 1, "--json", out, expect=0)
+        check("params f32, weight offset 1" in p.stdout.splitlines()[0], p.stdout)
+        j = json.load(open(out))
+        check(j["param_dtype"] == "f32" and j["weight_offset"] == 1, j)
+        if not quant:
+            onorm("compare", "--op", op, "--rows", 9, "--cols", 257, "--dtype", "f16", "--out-dtype", "f32",
+                  "--param-dtype", "f64", "--weight-offset", -0.5, "--backends", "cpu", "--iters", 1, expect=0)
+        for dist in ["uniform", "large-offset", "special"]:
+            onorm("compare", "--op", op, "--rows", 16, "--cols", 100, "--dtype", "f16", "--dist", dist,
+                  "--backends", "cpu", "--iters", 1, expect=0)
+        x = write("norm_x.npy", npy_bytes("<f4", (3, 40), struct.pack("<120f", *[(i % 13) / 3.0 - 2 for i in range(120)])))
+        p = onorm("compare", "--op", op, "--input", x, "--backends", "cpu", "--iters", 1, expect=0)
+        check("%s 3x40 f32 -> %s" % (op, quant or "f32") in p.stdout, p.stdout)
+    # a violation is caught: one element of y (dx) moved far off
+    for op, ulps, what in [("add_rms_norm", 100000, "y"), ("rms_norm_fp8", 3, "y"), ("layer_norm_i8", 3, "y"),
+                           ("layer_norm_backward", 100000, "dx")]:
+        p = onorm("compare", "--op", op, "--rows", 8, "--cols", 128, "--backends", "cpu,cpu", "--iters", 1,
+                  "--perturb-ulps", "%d@cpu#2" % ulps, "--json", out, expect=3)
+        _, rows = parse_table(p.stdout)
+        check(rows[0]["bound"] == "ok" and rows[1]["bound"] == "FAIL(1)" and rows[1]["!=cpu"] == "1", rows)
+        j = json.load(open(out))
+        check(j["backends"][1]["first_violation"]["what"] == what, j["backends"][1])
+
+
+def test_norm_ops_run():
+    """run over the norm ops: within the bound, and the bandwidth counts every tensor once."""
+    cases = [("rms_norm_fp8", "bf16", "f8_e4m3", "x, gamma read + y, y_scale, rstd written once"),
+             ("add_rms_norm", "bf16", "bf16", "x, residual, gamma read + residual_out, y, rstd written once"),
+             ("add_layer_norm", "f32", "f32",
+              "x, residual, gamma, beta read + residual_out, y, mean, rstd written once"),
+             ("layer_norm_i8", "f16", "i8", "x, gamma, beta read + y, y_scale, mean, rstd written once"),
+             ("rms_norm_backward", "bf16", "bf16", "x, dy, gamma, rstd read + dx, dgamma written once"),
+             ("layer_norm_backward", "f32", "f32", "x, dy, gamma, mean, rstd read + dx, dgamma, dbeta written once")]
+    for op, dt, out_dt, moved in cases:
+        # tall and narrow: the per-row floats (statistics, y_scale) show in the MB figure
+        p = onorm("run", "--op", op, "--rows", 2048, "--cols", 16, "--dtype", dt, "--backend", "cpu", "--iters", 3,
+                  expect=0)
+        out = p.stdout
+        check("%s 2048x16 %s -> %s on cpu" % (op, dt, out_dt) in out, out)
+        check("bound      holds" in out and ("ulp(%s)" % out_dt) in out, out)
+        check(moved in out, "%r not in %s" % (moved, out))
+        t = float(out.split("time")[1].split("ms")[0])
+        gb = float(out.split("bandwidth")[1].split("GB/s")[0])
+        mb = float(out.split("written once: ")[1].split("MB")[0])
+        want = norm_bytes(op, 2048, 16, dt, out_dt, dt)
+        check(abs(mb * 1e6 - want) <= 500, "MB %g vs %d bytes" % (mb, want))
+        check(abs(gb - want / (t * 1e-3) / 1e9) / gb < 0.02, "bandwidth %g vs time %g" % (gb, t))
+    onorm("run", "--op", "add_rms_norm", "--rows", 8, "--cols", 128, "--backend", "cpu", "--iters", 1,
+          "--perturb-ulps", 100000, expect=3)
+
+
+def test_norm_ops_usage():
+    every = list(NORM_OPS) + ["softmax", "log_softmax", "layer_norm", "rms_norm", "softmax_backward",
+                              "log_softmax_backward"]
+    shape = ["--rows", "4", "--cols", "8"]
+    expect_usage_errors([
+        (["run", "--op", "add_rms_norm", *shape, "--weight-offset", "abc"], "not a finite number"),
+        (["run", "--op", "add_rms_norm", *shape, "--weight-offset", "inf"], "not a finite number"),
+        (["compare", "--op", "add_rms_norm", *shape, "--param-dtype", "i8"], "unknown dtype"),
+        (["compare", "--op", "softmax", *shape, "--weight-offset", "1"], "does not apply"),
+        (["run", "--op", "layer_norm", *shape, "--param-dtype", "bf16"], "does not apply"),
+        (["run", "--op", "rms_norm_i8", *shape, "--out-dtype", "f16"], "writes y as i8"),
+    ])
+    # an unknown op: the message names every op, the usage is the command's own
+    for args in [["compare", "--op", "rms_norm_fp16", *shape], ["bench", "--ops", "add_rms_norm,nope"]]:
+        p = onorm(*args, expect=2)
+        message, usage = p.stderr.split("usage:", 1)
+        check("unknown op" in message and all(n in message for n in every), p.stderr)
+        check(usage.startswith(" onorm " + args[0]) and p.stdout == "", p.stderr)
+    for cmd in ["run", "compare"]:
+        text = onorm(cmd, "--help", expect=0).stdout
+        check(all(n in text for n in every) and "--weight-offset" in text and "--param-dtype" in text, text)
+    check("any --op of onorm run" in onorm("bench", "--help", expect=0).stdout, "bench --help")
+
+
+def test_norm_ops_bench():
+    out = os.path.join(WORK, "norm_bench.json")
+    ops = ["add_rms_norm", "add_layer_norm", "rms_norm_fp8", "layer_norm_i8", "rms_norm_backward",
+           "layer_norm_backward"]
+    p = onorm("bench", "--backend", "cpu", "--ops", ",".join(ops + ["softmax"]), "--dtypes", "f32,bf16",
+              "--widths", "64,1000", "--mb", 1, "--iters", 1, "--json", out, expect=0)
+    for op in ops:
+        check(any(l.startswith(op + " ") and "GB/s" not in l and float(l.split()[5]) > 0
+                  for l in p.stdout.splitlines()), "no bandwidth for %s in\n%s" % (op, p.stdout))
+        check(any(op in l and "GB/s" in l for l in p.stdout.splitlines()), p.stdout)  # the progress lines
+    j = json.load(open(out))
+
+    def bytes_of(r):
+        if r["op"] in NORM_OPS:
+            return norm_bytes(r["op"], r["rows"], r["cols"], r["dtype"], r["out_dtype"], r["dtype"])
+        return list_op_bytes(r)
+    validate_bench_json(j, bytes_of=bytes_of)
+    check(len(j["results"]) == 2 * 2 * (len(ops) + 1) and j["skipped"] == [], j)
+    for r in j["results"]:
+        check(r["out_dtype"] == (NORM_OPS.get(r["op"], (0, 0, 0, None))[3] or r["dtype"]), r)
+        # every case moves about --mb: rows fill what gamma and the other per-column tensors leave
+        check(1e6 - bytes_of(dict(r, rows=1)) < r["bytes_moved"] <= 1e6, r)
+
 
 
 TESTS = {n[5:]: f for n, f in globals().items() if n.startswith("test_")}
