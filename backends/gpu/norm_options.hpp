@@ -10,8 +10,7 @@
 //   the quantizer         a warp per row, or blocks per chunk of longer rows: the row's scale
 //                         (dynamic: max |v| / Q, written to y_scale; or the static one), then
 //                         q = quant(v / scale) (core/quantize.hpp).
-// A row's results depend on that row alone (batch invariance), so the batches change no bit,
-// and the two ways give the same bits.
+// A row's results depend on that row alone (batch invariance), so the batches change no bit.
 // Staging memory is stream-ordered (the runtime's malloc_async / free_async): at most
 // kStagingBytes a batch, or one row where a row alone needs more.
 #pragma once
@@ -115,10 +114,10 @@ struct QuantizeArgs {
   int64_t rows, cols;
 };
 
-// One element of a row: q = quant(v / scale) (quantized_bits).
+// One element of a row: q = quant(v / scale) (row_options.hpp's rule).
 ONORM_DEV void quantize_at(const QuantizeArgs& a, int64_t r, int64_t j, float scale) {
-  static_cast<uint8_t*>(a.q)[r * a.sq + j] =
-      quantized_bits(a.v[r * a.cols + j], scale, a.y_scale, a.static_scale, a.e4m3 != 0);
+  const RowQuant rq = row_quant(scale, a.y_scale, a.static_scale, a.e4m3 != 0);
+  static_cast<uint8_t*>(a.q)[r * a.sq + j] = static_cast<uint8_t>(quant_codes2(rq, a.v[r * a.cols + j], 0.0f));
 }
 
 // Rows of up to kQuantWarpRowCols: TPR threads per row (a warp), the scale and the row in one pass

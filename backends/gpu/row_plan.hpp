@@ -119,13 +119,14 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status) {
 
 // ------------------------------------------------------------------ cluster
 // Slices from small to large, (BLOCK threads, E elements per thread): 32 elements per thread,
-// then twice the threads; 16-bit rows take the first tier only (bench/cuda/NOTES.md).
+// then twice the threads; 16-bit rows take the first tier only (bench/cuda/NOTES.md), except
+// with the norms' options, where the rows past 16 slices of it have no faster placement.
 struct ClusterTier {
   int block, elems;
 };
 template <typename R>
 struct ClusterTiers {
-  static constexpr int kCount = sizeof(typename R::In) == 4 ? 2 : 1;
+  static constexpr int kCount = sizeof(typename R::In) == 4 || R::kOptions ? 2 : 1;
   static constexpr ClusterTier kTier[2] = {ClusterTier{256, 32}, ClusterTier{512, 32}};
   static constexpr int64_t cols(int t) { return int64_t(kTier[t].block) * kTier[t].elems; }
 };

@@ -12,6 +12,8 @@
 //   f16_to_f32 / f32_to_f16_rn / bf16_to_f32 / f32_to_bf16_rn   on uint16_t bit patterns,
 //                                   round-to-nearest-even exactly as core/convert.hpp (NaN may be
 //                                   canonicalized: it stays NaN).
+//   f32x2_to_e4m3x2(lo, hi)         two floats to E4M3 codes (lo in the low byte) exactly as
+//                                   core::quantize_e4m3, except that a NaN may lose its sign.
 //   load_acquire_u64(p), store_release_u64(p, v)   device-scope acquire load / release store.
 //   Vec16                           a 16-byte vector type for loads and stores (uint4).
 //   sync_threads()                  block barrier.
@@ -32,6 +34,7 @@
 #endif
 
 #include "onlinenorm/core/convert.hpp"
+#include "onlinenorm/core/quantize.hpp"
 
 // [hip session] A test may substitute the whole vendor branch (tests/hip: a host SIMT emulator
 // with 32- or 64-lane warps). HIP on NVIDIA (nvcc, __HIPCC__ defined by HIP's headers) takes
@@ -64,6 +67,9 @@ ONORM_DEV float f16_to_f32(uint16_t h) { return core::f16_to_f32(h); }
 ONORM_DEV uint16_t f32_to_f16_rn(float f) { return core::f32_to_f16(f); }
 ONORM_DEV float bf16_to_f32(uint16_t h) { return core::bf16_to_f32(h); }
 ONORM_DEV uint16_t f32_to_bf16_rn(float f) { return core::f32_to_bf16(f); }
+ONORM_DEV uint16_t f32x2_to_e4m3x2(float lo, float hi) {
+  return static_cast<uint16_t>(core::quantize_e4m3(lo) | (core::quantize_e4m3(hi) << 8));
+}
 ONORM_DEV uint64_t load_acquire_u64(const uint64_t* p) {
   return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
 }
@@ -113,6 +119,16 @@ ONORM_DEV uint16_t f32_to_bf16_rn(float f) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(f));
 #else
   return core::f32_to_bf16(f);
+#endif
+}
+// sm_89+: one instruction for two codes, round to nearest even, saturated to +-448, NaN 0x7f.
+ONORM_DEV uint16_t f32x2_to_e4m3x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return static_cast<uint16_t>(core::quantize_e4m3(lo) | (core::quantize_e4m3(hi) << 8));
 #endif
 }
 ONORM_DEV uint64_t load_acquire_u64(const uint64_t* p) {

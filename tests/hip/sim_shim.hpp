@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "onlinenorm/core/convert.hpp"
+#include "onlinenorm/core/quantize.hpp"
 #include "simt_device.hpp"
 
 #define ONORM_DEV inline
@@ -44,6 +45,9 @@ ONORM_DEV float f16_to_f32(uint16_t h) { return core::f16_to_f32(h); }
 ONORM_DEV uint16_t f32_to_f16_rn(float f) { return core::f32_to_f16(f); }
 ONORM_DEV float bf16_to_f32(uint16_t h) { return core::bf16_to_f32(h); }
 ONORM_DEV uint16_t f32_to_bf16_rn(float f) { return core::f32_to_bf16(f); }
+ONORM_DEV uint16_t f32x2_to_e4m3x2(float lo, float hi) {
+  return static_cast<uint16_t>(core::quantize_e4m3(lo) | (core::quantize_e4m3(hi) << 8));
+}
 // One block runs at a time: a flag another block must set would never be seen. The schedules
 // that wait on other blocks (cooperative split rows) are not emulated; these report it.
 ONORM_DEV uint64_t load_acquire_u64(const uint64_t* p) { return *p; }
