@@ -910,6 +910,97 @@ void backward_through_plan(onorm_ref::Op op) {
   }
 }
 
+// The norms' options inside the register rows (gpu::RowOptions) on the emulator, through
+// place_with_options<Row<..., kOptions>, W>: the residual add, residual_out (or none), and y as
+// E4M3 with the dynamic scale, I8 with a static scale, or float; against the reference of
+// onorm_norm. The wave64 paths of the fused rows run nowhere else here.
+template <int W, typename OpT, typename In>
+void run_options_case(onorm_dtype xt, onorm_dtype yt, bool residual_out, int64_t rows, int64_t cols,
+                      std::mt19937_64& rng) {
+  constexpr bool layer = std::is_same<OpT, ops::LayerNorm>::value;
+  SCOPED_TRACE("W" + std::to_string(W) + (layer ? " layer_norm" : " rms_norm") + " x " + dname(xt) + " y " +
+               std::to_string(yt) + (residual_out ? " residual_out " : " ") + std::to_string(rows) + "x" +
+               std::to_string(cols));
+  const size_t es = esize(xt), ys = yt == ONORM_F32 ? 4 : yt == ONORM_F8_E4M3 || yt == ONORM_I8 ? 1 : 2;
+  std::vector<unsigned char> xb(rows * cols * es + 64), rb(rows * cols * es + 64), hb(rows * cols * es + 64, 0xff),
+      yb(rows * cols * ys + 64, 0xff), gb(cols * es + 64), bb(cols * es + 64);
+  auto align64 = [](std::vector<unsigned char>& v) {
+    return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
+  };
+  void *x = align64(xb), *r = align64(rb), *h = align64(hb), *y = align64(yb), *gamma = align64(gb), *beta = align64(bb);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  for (int64_t k = 0; k < rows * cols; ++k) {
+    onorm_ref::encode(2.0 + 1.5 * n01(rng), x, xt, k);
+    onorm_ref::encode(n01(rng), r, xt, k);
+  }
+  for (int64_t k = 0; k < cols; ++k) {
+    onorm_ref::encode(1.0 + 0.3 * n01(rng), gamma, xt, k);
+    onorm_ref::encode(n01(rng), beta, xt, k);
+  }
+  std::vector<float> mean(rows, -7.0f), rstd(rows, -7.0f), scale(rows, -7.0f);
+  onorm_request q{};
+  q.op = layer ? ONORM_OP_LAYER_NORM : ONORM_OP_RMS_NORM;
+  q.inputs = 2;
+  q.outputs = residual_out ? 2 : 1;
+  q.in[0] = onorm_rows{x, xt, rows, cols, cols};
+  q.in[1] = onorm_rows{r, xt, rows, cols, cols};
+  q.out[0] = onorm_rows{y, yt, rows, cols, cols};
+  if (residual_out) q.out[1] = onorm_rows{h, xt, rows, cols, cols};
+  q.col[0] = gamma;
+  q.col[1] = layer ? beta : nullptr;
+  q.col_dtype = xt;
+  q.param[0] = 1e-5;
+  set_mean(q, mean.data());
+  set_rstd(q, rstd.data());
+  if (yt == ONORM_F8_E4M3) q.y_scale = scale.data();
+  if (yt == ONORM_I8) q.y_static_scale = 0.03125;
+  SimLauncher launcher(W);
+  onorm_status st = ONORM_OK;
+  const bool placed = gpu::place_with_options<gpu::Row<OpT, In, In, true>, W>(gpu::row_args(q), launcher, st);
+  ASSERT_TRUE(placed);
+  ASSERT_TRUE(launcher.errors().empty()) << "emulator: " << launcher.shapes() << launcher.errors()[0];
+  ASSERT_EQ(st, ONORM_OK);
+  onorm_ref::NormSpec spec;
+  spec.layer = layer;
+  spec.x = q.in[0];
+  spec.residual = &q.in[1];
+  spec.h_dtype = xt;
+  spec.gamma = gamma;
+  spec.beta = q.col[1];
+  spec.param_dtype = xt;
+  spec.eps = 1e-5;
+  const onorm_ref::Report rep =
+      onorm_ref::check_norm(spec, onorm_ref::compute_norm(spec), q.out[0], q.y_scale, q.y_static_scale, mean_of(q),
+                            rstd_of(q), residual_out ? &q.out[1] : nullptr);
+  EXPECT_TRUE(rep.ok()) << launcher.shapes() << ": " << rep.describe();
+}
+
+template <int W>
+void options_case(bool layer, onorm_dtype xt, onorm_dtype yt, bool residual_out, int64_t rows, int64_t cols,
+                  std::mt19937_64& rng) {
+  if (layer && xt == ONORM_F32) run_options_case<W, ops::LayerNorm, float>(xt, yt, residual_out, rows, cols, rng);
+  else if (layer) run_options_case<W, ops::LayerNorm, onorm::core::bf16_bits>(xt, yt, residual_out, rows, cols, rng);
+  else if (xt == ONORM_F32) run_options_case<W, ops::RmsNorm, float>(xt, yt, residual_out, rows, cols, rng);
+  else run_options_case<W, ops::RmsNorm, onorm::core::bf16_bits>(xt, yt, residual_out, rows, cols, rng);
+}
+
+TEST(WaveRowsOptions, ResidualAndQuantizedOutputInRegisters) {
+  std::mt19937_64 rng(11);
+  const onorm_dtype ys[] = {ONORM_F8_E4M3, ONORM_I8, ONORM_F32, ONORM_BF16};
+  int index = 0;
+  for (int W : {32, 64})
+    for (bool layer : {false, true})
+      for (onorm_dtype xt : {ONORM_F32, ONORM_BF16})
+        for (int64_t cols : {int64_t(1), int64_t(3), int64_t(100), int64_t(1000), int64_t(5000)}) {
+          const onorm_dtype yt = ys[index % 4];
+          const bool residual_out = index % 3 != 2;
+          ++index;
+          if (W == 64) options_case<64>(layer, xt, yt, residual_out, cols <= 100 ? 9 : 3, cols, rng);
+          else options_case<32>(layer, xt, yt, residual_out, cols <= 100 ? 9 : 3, cols, rng);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+}
+
 TEST(WaveRowsBackward, SoftmaxBackward) { backward_through_plan(onorm_ref::Op::softmax_backward); }
 TEST(WaveRowsBackward, LogSoftmaxBackward) { backward_through_plan(onorm_ref::Op::log_softmax_backward); }
 
