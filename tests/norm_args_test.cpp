@@ -280,6 +280,30 @@ TEST_P(NormArgs, OptionsInsideTheRows) {
   }
 }
 
+// Many short rows: the CPU runs the options a cache-sized block of rows at a time (several
+// blocks per thread here), the GPUs many rows per block; every row against the reference.
+TEST_P(NormArgs, ManyShortRows) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  for (onorm_dtype xt : {ONORM_F32, ONORM_BF16}) {
+    for (bool quantized : {true, false}) {
+      Problem p;
+      p.layer = !quantized;
+      p.rows = 3001;
+      p.cols = 96;
+      p.xt = p.pt = xt;
+      p.yt = quantized ? ONORM_F8_E4M3 : xt;
+      p.residual = static_cast<int>(xt);
+      p.residual_out = quantized ? -1 : static_cast<int>(xt);
+      p.ro_shift = 0;
+      SCOPED_TRACE(describe(p));
+      NormCall run(ctx, p, rng);
+      ASSERT_EQ(run.call(ctx, p), ONORM_OK) << onorm_last_error();
+      run.check(ctx, p);
+    }
+  }
+}
+
 // Batch invariance (API.md): every row's outputs (y, residual_out, y_scale, mean, rstd) are the
 // same bits alone as in the batch.
 TEST_P(NormArgs, RowsAloneEqualRowsInTheBatch) {

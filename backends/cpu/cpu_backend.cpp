@@ -22,6 +22,7 @@
 #include "onlinenorm/core/pairwise.hpp"
 #include "row_coefs.hpp"
 #include "norm_backward_rows.hpp"
+#include "option_blocks.hpp"
 #include "option_rows.hpp"
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
@@ -144,6 +145,21 @@ void run_rows(const CpuContext& c, const onorm_request& q, unsigned opts, int th
   }
 }
 
+// The norms' options around the SIMD kernels (option_blocks.hpp): rows spread over threads,
+// each thread's scratch blocks allocated before the parallel region.
+void run_option_blocks(const CpuContext& c, const onorm_request& q, unsigned opts, int threads) {
+  const int64_t rows = q.in[0].rows;
+  const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
+  std::vector<std::unique_ptr<OptionBlockScratch>> scratch(static_cast<size_t>(nt));
+  for (auto& s : scratch) s.reset(new OptionBlockScratch(q));
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    const int64_t r0 = rows * t / n, r1 = rows * (t + 1) / n;
+    if (r1 > r0) option_blocks_run(c.index, q, r0, r1, opts, *scratch[static_cast<size_t>(t)]);
+  }
+}
+
 onorm_status run(void* impl, const onorm_request* request, char* err, size_t err_len) {
   const CpuContext& c = *static_cast<const CpuContext*>(impl);
   const onorm_request& q = *request;
@@ -153,15 +169,19 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
       norm_backward_run(q, threads);
       return ONORM_OK;
     }
-    // f64, f16 without F16C, inputs of mixed dtypes; the norms' options.
-    if (!version1_form(q) || !simd_supports(c.index, q)) {
-      run_scalar(q, threads);
-      return ONORM_OK;
-    }
     const int64_t rows = q.in[0].rows, cols = q.in[0].cols;
     const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.out[0].dtype == ONORM_F32 ? 4 : 2);
     unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
     opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
+    if (!version1_form(q) && option_blocks_fit(c.index, q)) {
+      run_option_blocks(c, q, opts, threads);
+      return ONORM_OK;
+    }
+    // f64, f16 without F16C, inputs of mixed dtypes; the norms' other options.
+    if (!version1_form(q) || !simd_supports(c.index, q)) {
+      run_scalar(q, threads);
+      return ONORM_OK;
+    }
     if (rows < threads && cols >= kSplitCols)
       core::ops::visit(q.op, [&](auto op) { run_split<decltype(op)>(c, q, opts, threads); });
     else run_rows(c, q, opts, threads);

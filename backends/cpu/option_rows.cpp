@@ -64,22 +64,22 @@ void run_op(const onorm_request& q, int64_t r0, int64_t r1) {
       }
       return Op::finish(m, c, &h, cv);
     };
-    double scale = q.y_static_scale;
+    float scale = 0.0f;
     if (quantized && q.y_scale) {
       double max_abs = 0, h = 0;
       for (int64_t j = 0; j < cols; ++j) max_abs = core::nan_max_abs(max_abs, v_at(j, h));
-      const float s = static_cast<float>(core::quant_scale(max_abs, q_max));
-      q.y_scale[r] = s;
-      scale = s;
+      scale = static_cast<float>(core::quant_scale(max_abs, q_max));
+      q.y_scale[r] = scale;
     }
+    const core::QuantRow rq = core::quant_row(q.y_scale != nullptr, scale, q.y_static_scale);
     // Every element is read before it is written: y may alias x, residual_out x or the residual.
     void* y = const_cast<void*>(row_of(q.out[0], r));
     void* hout = residual_out ? const_cast<void*>(row_of(q.out[1], r)) : nullptr;
     for (int64_t j = 0; j < cols; ++j) {
       double h = 0;
       const double v = v_at(j, h);
-      if (yt == ONORM_I8) static_cast<int8_t*>(y)[j] = core::quantize_i8(static_cast<float>(v / scale));
-      else if (yt == ONORM_F8_E4M3) static_cast<uint8_t*>(y)[j] = core::quantize_e4m3(static_cast<float>(v / scale));
+      if (yt == ONORM_I8) static_cast<int8_t*>(y)[j] = core::quantize_i8(core::quant_input(rq, static_cast<float>(v)));
+      else if (yt == ONORM_F8_E4M3) static_cast<uint8_t*>(y)[j] = core::quantize_e4m3(core::quant_input(rq, static_cast<float>(v)));
       else store_at(y, yt, j, v);
       if (hout) store_at(hout, q.out[1].dtype, j, h);
     }

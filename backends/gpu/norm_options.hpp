@@ -116,8 +116,8 @@ struct QuantizeArgs {
 
 // One element of a row: q = quant(v / scale) (row_options.hpp's rule).
 ONORM_DEV void quantize_at(const QuantizeArgs& a, int64_t r, int64_t j, float scale) {
-  const RowQuant rq = row_quant(scale, a.y_scale, a.static_scale, a.e4m3 != 0);
-  static_cast<uint8_t*>(a.q)[r * a.sq + j] = static_cast<uint8_t>(quant_codes2(rq, a.v[r * a.cols + j], 0.0f));
+  const core::QuantRow rq = core::quant_row(a.y_scale != nullptr, scale, a.static_scale);
+  static_cast<uint8_t*>(a.q)[r * a.sq + j] = static_cast<uint8_t>(quant_codes2(rq, a.e4m3 != 0, a.v[r * a.cols + j], 0.0f));
 }
 
 // Rows of up to kQuantWarpRowCols: TPR threads per row (a warp), the scale and the row in one pass

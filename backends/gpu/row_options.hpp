@@ -22,38 +22,11 @@ constexpr bool kRowOptions = Op::kSignature.residual || Op::kSignature.quantized
 
 ONORM_DEV bool is_quantized_dtype(int dt) { return dt == kE4M3 || dt == kI8; }
 
-// How a row's y becomes codes, q = quant(y / scale). A dynamic scale multiplies by its float
-// inverse (the contract allows a neighbour on the grid, which the inverse's rounding may give:
-// a division per element made the quantized rows compute-bound), or divides where the inverse
-// is not finite (a scale below 2^-128); a static scale divides in double (it may be below
-// FLT_MIN).
-struct RowQuant {
-  float scale, inverse;
-  bool multiply, dynamic, e4m3;
-  double static_scale;
-};
-
-ONORM_DEV RowQuant row_quant(float scale, const float* y_scale, double static_scale, bool e4m3) {
-  RowQuant q;
-  q.scale = scale;
-  q.inverse = 1.0f / scale;
-  q.dynamic = y_scale != nullptr;
-  q.multiply = q.dynamic && q.inverse <= 3.402823466e38f;
-  q.e4m3 = e4m3;
-  q.static_scale = static_scale;
-  return q;
-}
-
-// y / scale as the code's input.
-ONORM_DEV float quant_input(const RowQuant& q, float v) {
-  if (q.multiply) return v * q.inverse;
-  return q.dynamic ? v / q.scale : static_cast<float>(v / q.static_scale);
-}
-
-// The codes of two elements (int8_t or E4M3 bits), a in the low byte.
-ONORM_DEV uint16_t quant_codes2(const RowQuant& q, float a, float b) {
-  const float sa = quant_input(q, a), sb = quant_input(q, b);
-  if (q.e4m3) return shim::f32x2_to_e4m3x2(sa, sb);
+// The codes of two elements (int8_t or E4M3 bits), a in the low byte; q = quant(v / scale) by
+// core::quant_input's rule.
+ONORM_DEV uint16_t quant_codes2(const core::QuantRow& q, bool e4m3, float a, float b) {
+  const float sa = core::quant_input(q, a), sb = core::quant_input(q, b);
+  if (e4m3) return shim::f32x2_to_e4m3x2(sa, sb);
   return static_cast<uint16_t>(static_cast<uint8_t>(core::quantize_i8(sa)) |
                                (static_cast<uint16_t>(static_cast<uint8_t>(core::quantize_i8(sb))) << 8));
 }
@@ -117,13 +90,14 @@ ONORM_DEV void store_quantized(const RowArgs& a, int64_t row, int64_t col0, int 
   static_assert(VEC == 4 || VEC == 8, "a 4- or 8-byte store");
   using Word = typename std::conditional<VEC == 4, uint32_t, uint64_t>::type;
   uint8_t* q = static_cast<uint8_t*>(a.out) + row * a.out_stride + col0;
-  const RowQuant rq = row_quant(scale, a.opt.y_scale, a.opt.static_scale, a.out_dtype == kE4M3);
+  const core::QuantRow rq = core::quant_row(a.opt.y_scale != nullptr, scale, a.opt.static_scale);
+  const bool e4m3 = a.out_dtype == kE4M3;
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     const int c = (lane + i * STRIDE) * VEC;
     Word w = 0;
 #pragma unroll
-    for (int j = 0; j < VEC; j += 2) w |= static_cast<Word>(quant_codes2(rq, y[i * VEC + j], y[i * VEC + j + 1])) << (8 * j);
+    for (int j = 0; j < VEC; j += 2) w |= static_cast<Word>(quant_codes2(rq, e4m3, y[i * VEC + j], y[i * VEC + j + 1])) << (8 * j);
     if (a.out_vec && c + VEC <= n) {
       *reinterpret_cast<Word*>(q + c) = w;
     } else {

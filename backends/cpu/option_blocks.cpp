@@ -1,0 +1,161 @@
+#include "option_blocks.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels.hpp"
+#include "onlinenorm/core/element.hpp"
+#include "onlinenorm/core/quantize.hpp"
+#include "request_form.hpp"
+#include "scalar_rows.hpp"
+
+namespace onorm {
+namespace cpu {
+namespace {
+
+// Bytes of h and y a thread keeps per block: well inside L2, so that the norm reads h, and the
+// quantizer y, from cache.
+constexpr int64_t kBlockBytes = int64_t(256) << 10;
+
+// Rows [r0, r0 + n) of a row tensor.
+onorm_rows rows_at(const onorm_rows& t, int64_t r0, int64_t n) {
+  onorm_rows s = t;
+  s.data = const_cast<void*>(row_of(t, r0));
+  s.rows = n;
+  return s;
+}
+
+// The request the SIMD kernels run for rows [r0, r0 + n) of q: the norm of h (those rows of h,
+// of x without a residual) into y, or into the float block when y is quantized; no options.
+onorm_request norm_of_block(const onorm_request& q, const onorm_rows& h, int64_t r0, int64_t n, float* y_block) {
+  const core::ops::Signature& sig = core::ops::signature(q.op);
+  onorm_request p = q;
+  p.inputs = sig.inputs;
+  p.outputs = sig.outputs;
+  for (int k = 0; k < ONORM_REQUEST_INPUTS; ++k) p.in[k] = onorm_rows{};
+  for (int k = 0; k < ONORM_REQUEST_OUTPUTS; ++k) p.out[k] = onorm_rows{};
+  p.in[0] = h;
+  if (y_block) {
+    p.out[0] = onorm_rows{y_block, ONORM_F32, n, q.out[0].cols, q.out[0].cols};
+  } else {
+    p.out[0] = rows_at(q.out[0], r0, n);
+  }
+  for (int k = 0; k < ONORM_REQUEST_ROW_OUTS; ++k) p.row_out[k] = q.row_out[k] ? q.row_out[k] + r0 : nullptr;
+  p.y_scale = nullptr;
+  p.y_static_scale = 0.0;
+  return p;
+}
+
+// h = round_T(x + residual) for one row: core::residual_add's float case (one float add, rounded
+// once to T), typed so that it vectorizes. Element j of x and the residual is read before h_j is
+// written: residual_out may be either.
+template <typename T>
+void add_row(const T* x, const T* r, T* h, int64_t n) {
+  using E = core::element<T>;
+  for (int64_t j = 0; j < n; ++j) h[j] = E::store(E::load(x[j]) + E::load(r[j]));
+}
+
+// max |v_j| with a NaN kept, as core::nan_max_abs: the largest of the magnitudes' bit patterns
+// (for non-negative floats their order is the values', and every NaN's lies above inf's), an
+// integer maximum that vectorizes.
+float max_abs_of(const float* v, int64_t n) {
+  uint32_t m = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    uint32_t u;
+    std::memcpy(&u, v + j, 4);
+    u &= 0x7fffffffu;
+    m = u > m ? u : m;
+  }
+  return core::float_of(m);
+}
+
+// The codes of a row, the dynamic scale's multiplication unswitched so that the loop vectorizes.
+template <typename Code, typename Quantize>
+void codes_of(const core::QuantRow& rq, const float* v, int64_t n, Code* out, Quantize quantize) {
+  if (rq.multiply) {
+    for (int64_t j = 0; j < n; ++j) out[j] = quantize(v[j] * rq.inverse);
+  } else {
+    for (int64_t j = 0; j < n; ++j) out[j] = quantize(core::quant_input(rq, v[j]));
+  }
+}
+
+// One row of y quantized from its float values v (the SIMD norm's output): the dynamic scale
+// max |v| / Q (written to y_scale) or the static one, q = quant(v / scale) (core::quant_input).
+void quantize_row(const onorm_request& q, int64_t r, const float* v, void* y) {
+  const int64_t n = q.out[0].cols;
+  const bool e4m3 = q.out[0].dtype == ONORM_F8_E4M3;
+  float scale = 0.0f;
+  if (q.y_scale) {
+    scale = core::quant_scale(max_abs_of(v, n), e4m3 ? core::kE4M3Max : core::kI8Max);
+    q.y_scale[r] = scale;
+  }
+  const core::QuantRow rq = core::quant_row(q.y_scale != nullptr, scale, q.y_static_scale);
+  if (e4m3) codes_of(rq, v, n, static_cast<uint8_t*>(y), [](float s) { return core::quantize_e4m3(s); });
+  else codes_of(rq, v, n, static_cast<int8_t*>(y), [](float s) { return core::quantize_i8(s); });
+}
+
+}  // namespace
+
+bool option_blocks_fit(size_t target_index, const onorm_request& q) {
+  const core::ops::Signature& sig = core::ops::signature(q.op);
+  const onorm_dtype t = q.in[0].dtype;
+  if (t != ONORM_F32 && t != ONORM_F16 && t != ONORM_BF16) return false;
+  if (!plain_columns(q)) return false;
+  // A quantized LayerNorm stays in double: the float kernel's error on rows far from zero (the
+  // contract's |mean| rstd term) can exceed the quantized rule, q within a neighbour on the grid.
+  if (is_quantized(q.out[0].dtype) && q.op == ONORM_OP_LAYER_NORM) return false;
+  if (has_residual(q) && (q.in[sig.inputs].dtype != t || (q.outputs > sig.outputs && q.out[sig.outputs].dtype != t)))
+    return false;
+  float probe = 0.0f;
+  const onorm_request p = norm_of_block(q, rows_at(q.in[0], 0, 1), 0, 1, is_quantized(q.out[0].dtype) ? &probe : nullptr);
+  return simd_supports(target_index, p);
+}
+
+OptionBlockScratch::OptionBlockScratch(const onorm_request& q) {
+  const core::ops::Signature& sig = core::ops::signature(q.op);
+  const int64_t cols = std::max<int64_t>(q.in[0].cols, 1);
+  const bool h_block = has_residual(q) && q.outputs == sig.outputs, y_block = is_quantized(q.out[0].dtype);
+  const int64_t row_bytes = (h_block ? cols * static_cast<int64_t>(dtype_size(q.in[0].dtype)) : 0) + (y_block ? cols * 4 : 0);
+  block_rows_ = row_bytes > 0 ? std::max<int64_t>(1, kBlockBytes / row_bytes) : std::max<int64_t>(q.in[0].rows, 1);
+  if (h_block) h_.reset(new unsigned char[static_cast<size_t>(block_rows_ * cols) * dtype_size(q.in[0].dtype)]);
+  if (y_block) y_.reset(new float[static_cast<size_t>(block_rows_ * cols)]);
+}
+
+void option_blocks_run(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts,
+                       const OptionBlockScratch& scratch) {
+  const core::ops::Signature& sig = core::ops::signature(q.op);
+  const onorm_rows& x = q.in[0];
+  const int64_t cols = x.cols;
+  const bool residual = has_residual(q), quantized = is_quantized(q.out[0].dtype);
+  // The float block is read back at once: no streaming stores into it.
+  if (quantized) opts &= ~static_cast<unsigned>(kOptStream);
+  for (int64_t b0 = r0; b0 < r1; b0 += scratch.block_rows()) {
+    const int64_t n = std::min(scratch.block_rows(), r1 - b0);
+    // h: residual_out's rows, the scratch block's (its rows from b0), or x itself.
+    onorm_rows h = x;
+    int64_t h0 = b0;
+    if (residual) {
+      const onorm_rows& res = q.in[sig.inputs];
+      if (q.outputs > sig.outputs) {
+        h = q.out[sig.outputs];
+      } else {
+        h = onorm_rows{scratch.h(), x.dtype, n, cols, cols};
+        h0 = 0;
+      }
+      with_dtype(x.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        for (int64_t i = 0; i < n; ++i)
+          add_row(static_cast<const T*>(row_of(x, b0 + i)), static_cast<const T*>(row_of(res, b0 + i)),
+                  static_cast<T*>(const_cast<void*>(row_of(h, h0 + i))), cols);
+      });
+    }
+    const onorm_request p = norm_of_block(q, rows_at(h, h0, n), b0, n, quantized ? scratch.y() : nullptr);
+    simd_run_rows(target_index, p, 0, n, opts, nullptr);
+    if (quantized)
+      for (int64_t i = 0; i < n; ++i)
+        quantize_row(q, b0 + i, scratch.y() + i * cols, const_cast<void*>(row_of(q.out[0], b0 + i)));
+  }
+}
+
+}  // namespace cpu
+}  // namespace onorm
