@@ -146,6 +146,14 @@ std::string describe(const Problem& p) {
   return s.str();
 }
 
+// Runs problem p and checks every output against the reference.
+void run_and_check(onorm_context ctx, const Problem& p, std::mt19937_64& rng) {
+  SCOPED_TRACE(describe(p));
+  NormCall run(ctx, p, rng);
+  ASSERT_EQ(run.call(ctx, p), ONORM_OK) << onorm_last_error();
+  run.check(ctx, p);
+}
+
 TEST_P(NormArgs, DefaultsAreTheVersion1Functions) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
   ONORM_SEEDED_RNG(rng);
@@ -238,10 +246,8 @@ TEST_P(NormArgs, ManyRowsInBatches) {
     p.yt = yt;
     p.residual = ONORM_BF16;
     p.dynamic = yt == ONORM_F8_E4M3;
-    SCOPED_TRACE(describe(p));
-    NormCall run(ctx, p, rng);
-    ASSERT_EQ(run.call(ctx, p), ONORM_OK) << onorm_last_error();
-    run.check(ctx, p);
+    run_and_check(ctx, p, rng);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
@@ -272,10 +278,8 @@ TEST_P(NormArgs, OptionsInsideTheRows) {
       p.pad = rng() % 2 ? 0 : 8;
       p.shift = rng() % 3 ? 0 : 4;
       p.ro_shift = rng() % 3 ? 0 : 4;
-      SCOPED_TRACE(describe(p));
-      NormCall run(ctx, p, rng);
-      ASSERT_EQ(run.call(ctx, p), ONORM_OK) << onorm_last_error();
-      run.check(ctx, p);
+      run_and_check(ctx, p, rng);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
 }
@@ -296,10 +300,8 @@ TEST_P(NormArgs, ManyShortRows) {
       p.residual = static_cast<int>(xt);
       p.residual_out = quantized ? -1 : static_cast<int>(xt);
       p.ro_shift = 0;
-      SCOPED_TRACE(describe(p));
-      NormCall run(ctx, p, rng);
-      ASSERT_EQ(run.call(ctx, p), ONORM_OK) << onorm_last_error();
-      run.check(ctx, p);
+      run_and_check(ctx, p, rng);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
 }
