@@ -7,7 +7,8 @@
 set -euo pipefail
 packages=(cmake g++ make libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev libomp-dev
           clang-15 clang-tools-15 lld-15 llvm-15 libamdhip64-dev rocm-device-libs
-          python3 python3-numpy python3-matplotlib pkg-config)
+          python3 python3-numpy python3-matplotlib pkg-config
+          python3-venv python3-dev)  # the last two: the Python package's venv and extension (scripts/python_test.sh)
 # clang-tools-19: the offload bundler; lld-19: the AMD GPU linker; libclang-rt-19-dev: the
 # builtins library CMake's hip-lang package requires.
 optional=(clang-19 clang-tools-19 lld-19 libclang-rt-19-dev)

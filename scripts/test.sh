@@ -25,6 +25,9 @@ step "build release"
 cmake --build --preset release -j"$jobs"
 step "test release"
 ctest --preset release -j"$jobs"
+step "python package"
+# Packages the release build's library into a venv under build/ and runs pytest.
+CMAKE_BUILD_PARALLEL_LEVEL="$jobs" scripts/python_test.sh
 step "configure sanitize"
 cmake --preset sanitize >/dev/null
 step "build sanitize"

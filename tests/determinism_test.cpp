@@ -3,6 +3,10 @@
 // depend on it).
 #include <omp.h>
 
+#include <cstring>
+#include <random>
+#include <vector>
+
 #include "common/op_case.hpp"
 
 namespace onorm_test {
@@ -74,6 +78,48 @@ TEST(DeterminismCpu, ThreadCountDoesNotChangeBits) {
     const CaseOutput one = run_with(1, s), two = run_with(2, s), three = run_with(3, s);
     expect_same(one, two, what + " (1 vs 2 threads)");
     expect_same(one, three, what + " (1 vs 3 threads)");
+  }
+  omp_set_num_threads(before);
+}
+
+// The norms' backward on the CPU: dx, dgamma and dbeta the same bits for 1, 2, 3 and 7 threads
+// (API.md: fixed orders whatever the CPU thread count; the column sums are per group of rows
+// fixed by the shape), on shapes with many groups, a few, and one.
+TEST(DeterminismCpu, NormBackwardForAnyThreadCount) {
+  const int before = omp_get_max_threads();
+  std::mt19937 rng(static_cast<uint32_t>(fresh_seed()));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t shapes[][2] = {{70001, 333}, {1000, 4096}, {3, 65537}};
+  for (const auto& shape : shapes) {
+    const int64_t rows = shape[0], cols = shape[1];
+    std::vector<float> x(static_cast<size_t>(rows * cols)), dy(x.size()), gamma(static_cast<size_t>(cols));
+    std::vector<float> mean(static_cast<size_t>(rows), 3.0f), rstd(static_cast<size_t>(rows), 0.5f);
+    for (float& v : x) v = 3.0f + 2.0f * normal(rng);
+    for (float& v : dy) v = normal(rng);
+    for (float& v : gamma) v = normal(rng);
+    std::vector<float> dx1, dg1, db1;
+    for (int threads : {1, 2, 3, 7}) {
+      omp_set_num_threads(threads);
+      onorm_context c = nullptr;
+      ASSERT_EQ(onorm_create(ONORM_BACKEND_CPU, 0, &c), ONORM_OK);
+      Ctx ctx(c);
+      std::vector<float> dx(x.size()), dg(gamma.size()), db(gamma.size());
+      const onorm_rows X{x.data(), ONORM_F32, rows, cols, cols}, DY{dy.data(), ONORM_F32, rows, cols, cols};
+      const onorm_rows DX{dx.data(), ONORM_F32, rows, cols, cols};
+      ASSERT_EQ(onorm_layer_norm_backward(c, &X, &DY, gamma.data(), mean.data(), rstd.data(), &DX, dg.data(), db.data()),
+                ONORM_OK)
+          << onorm_last_error();
+      if (threads == 1) {
+        dx1 = dx;
+        dg1 = dg;
+        db1 = db;
+        continue;
+      }
+      const std::string what = std::to_string(rows) + "x" + std::to_string(cols) + ", " + std::to_string(threads) + " threads";
+      EXPECT_EQ(std::memcmp(dx.data(), dx1.data(), dx.size() * 4), 0) << "dx, " << what;
+      EXPECT_EQ(std::memcmp(dg.data(), dg1.data(), dg.size() * 4), 0) << "dgamma, " << what;
+      EXPECT_EQ(std::memcmp(db.data(), db1.data(), db.size() * 4), 0) << "dbeta, " << what;
+    }
   }
   omp_set_num_threads(before);
 }

@@ -30,6 +30,7 @@ struct Problem {
   int64_t pad = 0;
   size_t shift = 0;     // bytes past 16-byte alignment (x, y)
   size_t ro_shift = 2;  // the same for residual_out
+  double far = 0;       // nonzero: the ordinary rows are far + 0.05 N(0,1)
 };
 
 bool quantized(onorm_dtype t) { return t == ONORM_I8 || t == ONORM_F8_E4M3; }
@@ -55,7 +56,7 @@ struct NormCall {
       if (p.rows >= 3 && row == 2 && c == p.cols / 2) return kNaN;
       if (p.rows >= 4 && row == 3 && c == p.cols / 3) return std::numeric_limits<double>::infinity();
       if (p.rows >= 5 && row == 4) return c % 256 == 0 ? 3e4 : cheap_normal(rng, 1e4, 1.0);
-      return cheap_normal(rng, centre, 3.0);
+      return p.far != 0 ? cheap_normal(rng, p.far, 0.05) : cheap_normal(rng, centre, 3.0);
     };
     x.fill(gen);
     if (p.residual >= 0) {
@@ -142,7 +143,7 @@ std::string describe(const Problem& p) {
     << dtype_name(p.pt) << " " << p.rows << "x" << p.cols << " pad " << p.pad << " shift " << p.shift << "/" << p.ro_shift << " residual "
     << (p.residual >= 0 ? dtype_name(static_cast<onorm_dtype>(p.residual)) : "-") << " residual_out "
     << (p.residual_out >= 0 ? dtype_name(static_cast<onorm_dtype>(p.residual_out)) : "-") << " offset " << p.offset
-    << " gamma " << p.gamma << " beta " << p.beta << (quantized(p.yt) ? (p.dynamic ? " dynamic" : " static") : "");
+    << " gamma " << p.gamma << " beta " << p.beta << " far " << p.far << (quantized(p.yt) ? (p.dynamic ? " dynamic" : " static") : "");
   return s.str();
 }
 
@@ -282,6 +283,30 @@ TEST_P(NormArgs, OptionsInsideTheRows) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
+}
+
+// Quantized LayerNorm of rows far from zero (|mean| rstd up to 10^6): the codes are the
+// reference's or a neighbour only if the finish keeps the mean's digits beyond float's
+// (core/norm_stats.hpp); every placement (register rows, clusters, around the plan: an f32 y
+// scale with a param dtype other than x's).
+TEST_P(NormArgs, QuantizedLayerNormFarFromZero) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  for (int64_t cols : {64, 1000, 4096, 9000, 40000})
+    for (onorm_dtype xt : {ONORM_F32, ONORM_BF16, ONORM_F16})
+      for (double far : {100.0, -3000.0, 30000.0}) {
+        Problem p;
+        p.cols = cols;
+        p.rows = 6;
+        p.xt = p.pt = xt;
+        p.pt = rng() % 4 ? xt : ONORM_F32;
+        p.yt = rng() % 2 ? ONORM_F8_E4M3 : ONORM_I8;
+        p.far = far;
+        p.gamma = rng() % 3 != 0;
+        p.beta = rng() % 2 != 0;
+        run_and_check(ctx, p, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
 }
 
 // Many short rows: the CPU runs the options a cache-sized block of rows at a time (several

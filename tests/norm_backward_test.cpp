@@ -4,6 +4,7 @@
 // outliers at every 256-column chunk start; the column sums over 2^20 rows, bitwise the same
 // run after run; dx of a row alone equal to dx in the batch; dx in place of x or dy; the
 // wrappers equal to the args function; every bad argument refused with nothing written.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -178,6 +179,34 @@ TEST_P(NormBackward, AgainstTheReference) {
     ASSERT_EQ(run.call(ctx, p), ONORM_OK) << onorm_last_error();
     run.check(p);
   }
+}
+
+// Rows of one dtype, aligned (the GPUs' one-read rows, up to 8192 columns): every width class,
+// rows over many blocks (the column sums' partial rows and their merge), with and without
+// dresidual, gamma of another dtype, weight_offset; the NaN row and the row far from zero.
+TEST_P(NormBackward, OneDtypeRowsOverManyBlocks) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  const std::vector<onorm_dtype> floats = floats_of(GetParam());
+  int k = 0;
+  for (int64_t cols : {8, 64, 100, 128, 256, 512, 1000, 1024, 2048, 4000, 4096, 8192, 8200})
+    for (onorm_dtype dt : floats) {
+      Problem p;
+      p.layer = ++k % 2;
+      p.cols = cols;
+      p.rows = std::min<int64_t>(3000, std::max<int64_t>(300, 600000 / cols));
+      p.dense = true;
+      p.xt = p.dyt = p.dxt = dt;
+      p.pt = k % 3 ? dt : floats[rng() % floats.size()];
+      p.dresidual = k % 4 == 0 ? static_cast<int>(dt) : -1;
+      p.offset = k % 5 == 0 ? 1.0 : 0.0;
+      p.dbeta = k % 6 != 0;
+      SCOPED_TRACE(describe(p));
+      Call run(ctx, p, rng);
+      ASSERT_EQ(run.call(ctx, p), ONORM_OK) << onorm_last_error();
+      run.check(p);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
 }
 
 // dgamma and dbeta over 2^20 rows: within the contract's bound (a running float sum is not),

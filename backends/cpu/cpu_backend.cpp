@@ -32,8 +32,6 @@ namespace onorm {
 namespace cpu {
 namespace {
 
-// Streaming (non-temporal) stores once the output is too large to stay in cache.
-constexpr int64_t kStreamBytes = int64_t(16) << 20;
 // Rows at least this long are split over threads when there are fewer rows than threads.
 constexpr int64_t kSplitCols = 4 * kChunk;
 
@@ -166,7 +164,7 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
   const int threads = threads_for(q);
   try {
     if (core::ops::is_column_op(q.op)) {
-      norm_backward_run(q, threads);
+      norm_backward_run(c.index, q, threads);
       return ONORM_OK;
     }
     const int64_t rows = q.in[0].rows, cols = q.in[0].cols;

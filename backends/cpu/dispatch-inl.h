@@ -12,6 +12,7 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "quantize_simd-inl.h"
 #include "row_drivers-inl.h"
 #include "scalar_rows.hpp"
 
@@ -56,6 +57,16 @@ void RunRows(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, floa
     });
   });
   if (opts & kOptStream) hwy::FlushStream();
+}
+
+// Rows [r0, r0 + n) of q's quantized y from their float values v (n rows of cols floats,
+// divided in place where the rule divides).
+void QuantizeRows(const onorm_request& q, int64_t r0, int64_t n, float* v) {
+  const int64_t cols = q.out[0].cols;
+  const bool e4m3 = q.out[0].dtype == ONORM_F8_E4M3;
+  for (int64_t i = 0; i < n; ++i)
+    QuantizeRow(e4m3, q.y_scale ? q.y_scale + r0 + i : nullptr, q.y_static_scale, v + i * cols,
+                static_cast<size_t>(cols), const_cast<void*>(row_of(q.out[0], r0 + i)));
 }
 
 // The state depends on the input type only.

@@ -8,6 +8,8 @@
 
 #include "hwy/highway.h"
 #include "dispatch-inl.h"
+#include "layer_norm_split_mean-inl.h"
+#include "norm_backward_simd-inl.h"
 
 #if HWY_ONCE
 #include <cstring>
@@ -17,10 +19,25 @@ namespace cpu {
 
 HWY_EXPORT(SimdSupports);
 HWY_EXPORT(RunRows);
+HWY_EXPORT(QuantizeRows);
+HWY_EXPORT(LayerNormSplitMeanRows);
+HWY_EXPORT(BackwardSupports);
+HWY_EXPORT(BackwardRows);
 
 bool simd_supports(size_t t, const onorm_request& q) { return HWY_DISPATCH_TABLE(SimdSupports)[t](q); }
 void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
   HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, opts, scratch);
+}
+void simd_quantize_rows(size_t t, const onorm_request& q, int64_t r0, int64_t n, float* v) {
+  HWY_DISPATCH_TABLE(QuantizeRows)[t](q, r0, n, v);
+}
+void simd_layer_norm_split_mean(size_t t, const onorm_request& q, int64_t r0, int64_t r1, float* v) {
+  HWY_DISPATCH_TABLE(LayerNormSplitMeanRows)[t](q, r0, r1, v);
+}
+bool simd_backward_supports(size_t t, const onorm_request& q) { return HWY_DISPATCH_TABLE(BackwardSupports)[t](q); }
+void simd_backward_rows(size_t t, const onorm_request& q, const BackwardCall& cols, int64_t r0, int64_t r1,
+                        float* block, double* group) {
+  HWY_DISPATCH_TABLE(BackwardRows)[t](q, cols, r0, r1, block, group);
 }
 
 #define ONORM_CPU_EXPORT_CHUNK_KERNELS(ID, name, Type)                                                        \

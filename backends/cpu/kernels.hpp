@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend_interface.h"
+#include "norm_backward_rows.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
 
 namespace onorm {
@@ -24,6 +25,9 @@ constexpr int64_t kChunk = 4096;
 // takes the same path.
 constexpr int64_t kScratchCols = int64_t(1) << 20;
 constexpr int64_t kMaxScratchChunks = kScratchCols / kChunk;
+
+// Streaming (non-temporal) stores once the output is too large to stay in cache.
+constexpr int64_t kStreamBytes = int64_t(16) << 20;
 
 // Options of a call, a bit mask. The defaults (stream for large outputs, prefetch, the kept
 // lift for rows that fit the scratch row) are the fast ones; the others exist so that the
@@ -47,6 +51,22 @@ bool simd_supports(size_t target_index, const onorm_request& q);
 // kept_scratch_cols floats, allocated by the caller (no allocation inside).
 void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts,
                    float* scratch);
+// Rows [r0, r0 + n) of a quantized norm output (I8 or F8_E4M3; core/quantize.hpp's rules, with
+// the dynamic scales into q.y_scale) from their float values: n rows of cols floats in v, which
+// is overwritten where the rule divides.
+void simd_quantize_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t n, float* v);
+
+// Rows [r0, r1) of a version-1 LayerNorm request that simd_supports takes as float v (row i at
+// v + (i - r0) cols), finished with the mean split into two floats (layer_norm_split_mean-inl.h
+// says why): the values a quantized LayerNorm's codes come from.
+void simd_layer_norm_split_mean(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, float* v);
+
+// The norms' backward (a column op): whether the SIMD rows take q (x, dy, dx and dresidual of
+// one dtype they vectorize), and rows [r0, r1) of it (norm_backward_simd-inl.h says what block
+// and group hold).
+bool simd_backward_supports(size_t target_index, const onorm_request& q);
+void simd_backward_rows(size_t target_index, const onorm_request& q, const BackwardCall& cols, int64_t r0,
+                        int64_t r1, float* block, double* group);
 // Per op: the state of chunk k of row r, and the write pass of chunk k of row r from the row's
 // coefficients (row_coefs) and the chunk's state. Rows that simd_run_rows finishes from the
 // kept lift are written with the chunk's coefficients (Op::chunk_coefs) from the lift computed

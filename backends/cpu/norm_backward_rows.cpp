@@ -1,15 +1,28 @@
 #include "norm_backward_rows.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
 
+#include <omp.h>
+
+#include "kernels.hpp"
 #include "scalar_rows.hpp"
 
 namespace onorm {
 namespace cpu {
 namespace {
 
-// Columns per task of the column sums: the sums of a tile stay in L1 while every row passes.
+// Columns per task of the portable column sums: the sums of a tile stay in L1 while every row
+// passes.
 constexpr int64_t kColumnTile = 512;
+// Groups of rows of the SIMD column sums: at least this many rows each, at most this many
+// groups, and at most this many bytes of double partials in all.
+constexpr int64_t kGroupRows = 256;
+constexpr int64_t kMaxGroups = 256;
+constexpr int64_t kGroupBytes = int64_t(64) << 20;
 
 // The scale s_j = weight_offset + gamma_j.
 template <class Op>
@@ -18,7 +31,33 @@ double scale_at(const onorm_request& q, int64_t j) {
   return q.col_offset[0] + g;
 }
 
-// dgamma, dbeta: tiles of columns over threads, each column summed over the rows in order.
+// Row r in double: dx, and the row's column contributions added to group[k * cols + j].
+template <class Op>
+void row_in_double(const onorm_request& q, int64_t r, double* group) {
+  const onorm_rows &x = q.in[0], &dy = q.in[1], &dx = q.out[0];
+  const int64_t cols = x.cols;
+  const auto row = Op::template row<double>(q.row_in, r);
+  const void *xr = row_of(x, r), *dyr = row_of(dy, r), *dr = q.inputs > 2 ? row_of(q.in[2], r) : nullptr;
+  typename Op::template Sums<double> s{0, 0};
+  for (int64_t j = 0; j < cols; ++j)
+    Op::accumulate(s, row, load_at(xr, x.dtype, j), load_at(dyr, dy.dtype, j), scale_at<Op>(q, j));
+  const auto c = Op::template coefs<double>(s, row, cols);
+  // Each element is read before it is written: dx may alias x or dy.
+  void* out = const_cast<void*>(row_of(dx, r));
+  for (int64_t j = 0; j < cols; ++j) {
+    const double xj = load_at(xr, x.dtype, j), dyj = load_at(dyr, dy.dtype, j);
+    if (group) {
+      double sums[2] = {0.0, 0.0};
+      Op::column(sums, row, xj, dyj);
+      for (int k = 0; k < Op::kColOuts; ++k) group[k * cols + j] += sums[k];
+    }
+    const double d = dr ? load_at(dr, q.in[2].dtype, j) : 0.0;
+    store_at(out, dx.dtype, j, Op::dx(c, xj, dyj, scale_at<Op>(q, j), d));
+  }
+}
+
+// Portable path, dgamma and dbeta: tiles of columns over threads, each column summed over the
+// rows in order.
 template <class Op>
 void column_sums(const onorm_request& q, int threads) {
   const onorm_rows &x = q.in[0], &dy = q.in[1];
@@ -38,36 +77,86 @@ void column_sums(const onorm_request& q, int threads) {
   }
 }
 
+// Portable path: the column sums first (they read x and dy, which dx may overwrite), then dx.
 template <class Op>
-void rows_dx(const onorm_request& q, int threads) {
-  const onorm_rows &x = q.in[0], &dy = q.in[1], &dx = q.out[0];
-  const bool dresidual = q.inputs > 2;
-  const int64_t cols = x.cols;
+void portable_run(const onorm_request& q, int threads) {
+  if (q.col_out[0] || q.col_out[1]) column_sums<Op>(q, threads);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (int64_t r = 0; r < x.rows; ++r) {
-    const auto row = Op::template row<double>(q.row_in, r);
-    const void *xr = row_of(x, r), *dyr = row_of(dy, r), *dr = dresidual ? row_of(q.in[2], r) : nullptr;
-    typename Op::template Sums<double> s{0, 0};
-    for (int64_t j = 0; j < cols; ++j)
-      Op::accumulate(s, row, load_at(xr, x.dtype, j), load_at(dyr, dy.dtype, j), scale_at<Op>(q, j));
-    const auto c = Op::template coefs<double>(s, row, cols);
-    // Each element is read before it is written: dx may alias x or dy.
-    void* out = const_cast<void*>(row_of(dx, r));
+  for (int64_t r = 0; r < q.in[0].rows; ++r) row_in_double<Op>(q, r, nullptr);
+}
+
+// SIMD path. Groups of rows depend on the shape only, so the column sums are the same for any
+// thread count.
+template <class Op>
+void simd_run(size_t t, const onorm_request& q, int threads) {
+  const int64_t rows = q.in[0].rows, cols = q.in[0].cols;
+  const size_t pitch = backward_accumulator_pitch(cols);
+  std::vector<float> scale(pitch, 0.0f);
+  double max_scale = 0.0;
+  bool nan_scale = false;
+  for (int64_t j = 0; j < cols; ++j) {
+    const double s = scale_at<Op>(q, j);
+    scale[static_cast<size_t>(j)] = static_cast<float>(s);
+    nan_scale = nan_scale || std::isnan(s);
+    max_scale = std::max(max_scale, std::fabs(s));
+  }
+  if (nan_scale) max_scale = std::numeric_limits<double>::quiet_NaN();
+  const bool stream = rows * cols * static_cast<int64_t>(dtype_size(q.out[0].dtype)) >= kStreamBytes;
+  const BackwardCall columns{scale.data(), max_scale, stream};
+  if (!q.col_out[0] && !q.col_out[1]) {
+    const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+      const int k = omp_get_thread_num(), n = omp_get_num_threads();
+      const int64_t r0 = rows * k / n, r1 = rows * (k + 1) / n;
+      if (r1 > r0) simd_backward_rows(t, q, columns, r0, r1, nullptr, nullptr);
+    }
+    return;
+  }
+  const int outs = Op::kColOuts;
+  const int64_t per_group = cols * outs;
+  int64_t groups = std::min((rows + kGroupRows - 1) / kGroupRows, kMaxGroups);
+  groups = std::max<int64_t>(1, std::min(groups, kGroupBytes / (per_group * 8)));
+  std::vector<double> partial(static_cast<size_t>(groups * per_group), 0.0);
+  const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, groups)));
+  std::vector<float> blocks(static_cast<size_t>(nt) * pitch * static_cast<size_t>(outs), 0.0f);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+  for (int64_t g = 0; g < groups; ++g) {
+    float* block = blocks.data() + static_cast<size_t>(omp_get_thread_num()) * pitch * static_cast<size_t>(outs);
+    simd_backward_rows(t, q, columns, rows * g / groups, rows * (g + 1) / groups, block,
+                       partial.data() + static_cast<size_t>(g * per_group));
+  }
+  for (int k = 0; k < outs; ++k) {
+    if (!q.col_out[k]) continue;
     for (int64_t j = 0; j < cols; ++j) {
-      const double d = dr ? load_at(dr, q.in[2].dtype, j) : 0.0;
-      store_at(out, dx.dtype, j, Op::dx(c, load_at(xr, x.dtype, j), load_at(dyr, dy.dtype, j), scale_at<Op>(q, j), d));
+      double s = 0.0;
+      for (int64_t g = 0; g < groups; ++g) s += partial[static_cast<size_t>(g * per_group + k * cols + j)];
+      q.col_out[k][j] = static_cast<float>(s);
     }
   }
 }
 
 }  // namespace
 
-void norm_backward_run(const onorm_request& q, int threads) {
+void flush_backward_block(float* block, double* group, int64_t cols, int outs) {
+  const size_t pitch = backward_accumulator_pitch(cols);
+  for (int k = 0; k < outs; ++k) {
+    float* b = block + static_cast<size_t>(k) * pitch;
+    double* g = group + k * cols;
+    for (int64_t j = 0; j < cols; ++j) g[j] += static_cast<double>(b[j]);
+    std::fill(b, b + pitch, 0.0f);
+  }
+}
+
+void norm_backward_row_in_double(const onorm_request& q, int64_t r, double* group) {
+  core::ops::visit_column_op(q.op, [&](auto op) { row_in_double<decltype(op)>(q, r, group); });
+}
+
+void norm_backward_run(size_t target_index, const onorm_request& q, int threads) {
   core::ops::visit_column_op(q.op, [&](auto op) {
     using Op = decltype(op);
-    // The column sums first: they read x and dy, which dx may overwrite.
-    if (q.col_out[0] || q.col_out[1]) column_sums<Op>(q, threads);
-    rows_dx<Op>(q, threads);
+    if (simd_backward_supports(target_index, q)) simd_run<Op>(target_index, q, threads);
+    else portable_run<Op>(q, threads);
   });
 }
 

@@ -1,11 +1,9 @@
 #include "option_blocks.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "kernels.hpp"
 #include "onlinenorm/core/element.hpp"
-#include "onlinenorm/core/quantize.hpp"
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
 
@@ -55,45 +53,6 @@ void add_row(const T* x, const T* r, T* h, int64_t n) {
   for (int64_t j = 0; j < n; ++j) h[j] = E::store(E::load(x[j]) + E::load(r[j]));
 }
 
-// max |v_j| with a NaN kept, as core::nan_max_abs: the largest of the magnitudes' bit patterns
-// (for non-negative floats their order is the values', and every NaN's lies above inf's), an
-// integer maximum that vectorizes.
-float max_abs_of(const float* v, int64_t n) {
-  uint32_t m = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    uint32_t u;
-    std::memcpy(&u, v + j, 4);
-    u &= 0x7fffffffu;
-    m = u > m ? u : m;
-  }
-  return core::float_of(m);
-}
-
-// The codes of a row, the dynamic scale's multiplication unswitched so that the loop vectorizes.
-template <typename Code, typename Quantize>
-void codes_of(const core::QuantRow& rq, const float* v, int64_t n, Code* out, Quantize quantize) {
-  if (rq.multiply) {
-    for (int64_t j = 0; j < n; ++j) out[j] = quantize(v[j] * rq.inverse);
-  } else {
-    for (int64_t j = 0; j < n; ++j) out[j] = quantize(core::quant_input(rq, v[j]));
-  }
-}
-
-// One row of y quantized from its float values v (the SIMD norm's output): the dynamic scale
-// max |v| / Q (written to y_scale) or the static one, q = quant(v / scale) (core::quant_input).
-void quantize_row(const onorm_request& q, int64_t r, const float* v, void* y) {
-  const int64_t n = q.out[0].cols;
-  const bool e4m3 = q.out[0].dtype == ONORM_F8_E4M3;
-  float scale = 0.0f;
-  if (q.y_scale) {
-    scale = core::quant_scale(max_abs_of(v, n), e4m3 ? core::kE4M3Max : core::kI8Max);
-    q.y_scale[r] = scale;
-  }
-  const core::QuantRow rq = core::quant_row(q.y_scale != nullptr, scale, q.y_static_scale);
-  if (e4m3) codes_of(rq, v, n, static_cast<uint8_t*>(y), [](float s) { return core::quantize_e4m3(s); });
-  else codes_of(rq, v, n, static_cast<int8_t*>(y), [](float s) { return core::quantize_i8(s); });
-}
-
 }  // namespace
 
 bool option_blocks_fit(size_t target_index, const onorm_request& q) {
@@ -101,9 +60,6 @@ bool option_blocks_fit(size_t target_index, const onorm_request& q) {
   const onorm_dtype t = q.in[0].dtype;
   if (t != ONORM_F32 && t != ONORM_F16 && t != ONORM_BF16) return false;
   if (!plain_columns(q)) return false;
-  // A quantized LayerNorm stays in double: the float kernel's error on rows far from zero (the
-  // contract's |mean| rstd term) can exceed the quantized rule, q within a neighbour on the grid.
-  if (is_quantized(q.out[0].dtype) && q.op == ONORM_OP_LAYER_NORM) return false;
   if (has_residual(q) && (q.in[sig.inputs].dtype != t || (q.outputs > sig.outputs && q.out[sig.outputs].dtype != t)))
     return false;
   float probe = 0.0f;
@@ -150,10 +106,11 @@ void option_blocks_run(size_t target_index, const onorm_request& q, int64_t r0, 
       });
     }
     const onorm_request p = norm_of_block(q, rows_at(h, h0, n), b0, n, quantized ? scratch.y() : nullptr);
-    simd_run_rows(target_index, p, 0, n, opts, nullptr);
-    if (quantized)
-      for (int64_t i = 0; i < n; ++i)
-        quantize_row(q, b0 + i, scratch.y() + i * cols, const_cast<void*>(row_of(q.out[0], b0 + i)));
+    // A quantized LayerNorm's v with the mean split in two floats: the plain float finish
+    // misses the quantized rule on rows far from zero.
+    if (quantized && q.op == ONORM_OP_LAYER_NORM) simd_layer_norm_split_mean(target_index, p, 0, n, scratch.y());
+    else simd_run_rows(target_index, p, 0, n, opts, nullptr);
+    if (quantized) simd_quantize_rows(target_index, q, b0, n, scratch.y());
   }
 }
 

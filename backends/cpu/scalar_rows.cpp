@@ -47,20 +47,26 @@ void run_typed(const onorm_request& q, int64_t r0, int64_t r1) {
 }  // namespace
 
 template <class Op>
-typename Op::template Coefs<float> scalar_coefs_f64(const onorm_request& q, int64_t r) {
-  typename Op::template Coefs<float> out{};
+typename Op::template Coefs<double> scalar_coefs_double(const onorm_request& q, int64_t r) {
+  typename Op::template Coefs<double> out{};
   with_input_types<Op>(q, [&](auto t0, auto t1) {
     using In0 = typename decltype(t0)::type;
     using In1 = typename decltype(t1)::type;
     bool ok = true;
     const auto st = scalar_row_state<Op, double>(inputs_of<Op, In0, In1>(q, r), q.in[0].cols);
-    out = Op::narrow(Op::coefs(st, Op::params(q.param), ok));
+    out = Op::coefs(st, Op::params(q.param), ok);
   });
   return out;
 }
 
-#define ONORM_CPU_INSTANTIATE_F64(ID, name, Type) \
-  template core::ops::Type::Coefs<float> scalar_coefs_f64<core::ops::Type>(const onorm_request&, int64_t);
+template <class Op>
+typename Op::template Coefs<float> scalar_coefs_f64(const onorm_request& q, int64_t r) {
+  return Op::narrow(scalar_coefs_double<Op>(q, r));
+}
+
+#define ONORM_CPU_INSTANTIATE_F64(ID, name, Type)                                                           \
+  template core::ops::Type::Coefs<float> scalar_coefs_f64<core::ops::Type>(const onorm_request&, int64_t); \
+  template core::ops::Type::Coefs<double> scalar_coefs_double<core::ops::Type>(const onorm_request&, int64_t);
 ONORM_OP_LIST(ONORM_CPU_INSTANTIATE_F64)
 #undef ONORM_CPU_INSTANTIATE_F64
 

@@ -127,6 +127,9 @@ inline void with_input_types(const onorm_request& q, F&& f) {
 // rows whose float statistics the op does not trust (Op::kF64Fallback).
 template <class Op>
 typename Op::template Coefs<float> scalar_coefs_f64(const onorm_request& q, int64_t r);
+// The same coefficients before their narrowing to float.
+template <class Op>
+typename Op::template Coefs<double> scalar_coefs_double(const onorm_request& q, int64_t r);
 
 // Runs one validated request on rows [row_begin, row_end) with the scalar kernels.
 void scalar_run_rows(const onorm_request& q, int64_t row_begin, int64_t row_end);

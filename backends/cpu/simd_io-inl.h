@@ -53,6 +53,15 @@ HWY_INLINE void PrefetchAhead(const T* p, size_t bytes) {
   for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(a + b), 0, 2);
 }
 
+// Highway 1.0.3's x86 Stream stores 16 bytes whatever the vector's size: a vector of 8 bytes
+// (SSE4's four 16-bit lanes) would write 8 bytes past itself, at an address aligned to 8 only.
+// Such vectors store plainly.
+template <class D, class V, typename T>
+HWY_INLINE void StreamWhole(D d, V v, T* p) {
+  if constexpr (hn::MaxLanes(D()) * sizeof(T) >= 16) hn::Stream(v, d, p);
+  else hn::StoreU(v, d, p);
+}
+
 template <typename T>
 struct Io;
 
@@ -60,7 +69,7 @@ template <>
 struct Io<float> {
   static HWY_INLINE VF Load(DF d, const float* p) { return hn::LoadU(d, p); }
   static HWY_INLINE void Store(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
-  static HWY_INLINE void Stream(DF d, VF v, float* p) { hn::Stream(v, d, p); }
+  static HWY_INLINE void Stream(DF d, VF v, float* p) { StreamWhole(d, v, p); }
 };
 
 template <>
@@ -88,7 +97,7 @@ struct Io<core::bf16_bits> {
     hn::StoreU(Round(d, v), D16(), reinterpret_cast<uint16_t*>(p));
   }
   static HWY_INLINE void Stream(DF d, VF v, core::bf16_bits* p) {
-    hn::Stream(Round(d, v), D16(), reinterpret_cast<uint16_t*>(p));
+    StreamWhole(D16(), Round(d, v), reinterpret_cast<uint16_t*>(p));
   }
 };
 
@@ -106,7 +115,7 @@ struct Io<core::f16_bits> {
   }
   static HWY_INLINE void Stream(DF d, VF v, core::f16_bits* p) {
     (void)d;
-    hn::Stream(hn::BitCast(D16(), hn::DemoteTo(DH(), v)), D16(), reinterpret_cast<uint16_t*>(p));
+    StreamWhole(D16(), hn::BitCast(D16(), hn::DemoteTo(DH(), v)), reinterpret_cast<uint16_t*>(p));
   }
 };
 #endif

@@ -18,8 +18,8 @@ template <typename T> struct io;
 template <> struct io<float> {
   static constexpr int kVec = 4;  // elements per 16-byte vector
   ONORM_DEV static float load1(const float* p) { return *p; }
-  ONORM_DEV static void load_vec(const float* p, float* o) {
-    const shim::Vec16 v = *reinterpret_cast<const shim::Vec16*>(p);
+  ONORM_DEV static void load_vec(const float* p, float* o) { unpack(*reinterpret_cast<const shim::Vec16*>(p), o); }
+  ONORM_DEV static void unpack(const shim::Vec16& v, float* o) {
     o[0] = core::float_of(v.x); o[1] = core::float_of(v.y);
     o[2] = core::float_of(v.z); o[3] = core::float_of(v.w);
   }
@@ -32,7 +32,9 @@ template <> struct io<core::bf16_bits> {
   ONORM_DEV static uint16_t back(float f) { return shim::f32_to_bf16_rn(f); }
   ONORM_DEV static float load1(const core::bf16_bits* p) { return cvt(p->bits); }
   ONORM_DEV static void load_vec(const core::bf16_bits* p, float* o) {
-    const shim::Vec16 v = *reinterpret_cast<const shim::Vec16*>(p);
+    unpack(*reinterpret_cast<const shim::Vec16*>(p), o);
+  }
+  ONORM_DEV static void unpack(const shim::Vec16& v, float* o) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -49,7 +51,9 @@ template <> struct io<core::f16_bits> {
   ONORM_DEV static uint16_t back(float f) { return shim::f32_to_f16_rn(f); }
   ONORM_DEV static float load1(const core::f16_bits* p) { return cvt(p->bits); }
   ONORM_DEV static void load_vec(const core::f16_bits* p, float* o) {
-    const shim::Vec16 v = *reinterpret_cast<const shim::Vec16*>(p);
+    unpack(*reinterpret_cast<const shim::Vec16*>(p), o);
+  }
+  ONORM_DEV static void unpack(const shim::Vec16& v, float* o) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {

@@ -1,5 +1,6 @@
 // The norms' backward pass on GPUs (core/ops/norm_backward.hpp; API.md, "backward passes"),
-// shared by CUDA and HIP:
+// shared by CUDA and HIP. Rows of one dtype, aligned, up to kBackwardRegisterCols long: one read
+// (norm_backward_registers.hpp). The others:
 //   column_partials_kernel     dgamma / dbeta: a thread per column sums a group of rows in
 //                              double, in row order;
 //   column_finish_kernel       the groups' partials summed in group order, rounded to float
@@ -11,36 +12,11 @@
 // same bits run after run.
 #pragma once
 
-#include "dtype_io.hpp"
 #include "launcher.hpp"
-#include "onlinenorm/core/ops/norm_backward.hpp"
-#include "reduce.hpp"
+#include "norm_backward_registers.hpp"
 
 namespace onorm {
 namespace gpu {
-
-struct NormBackwardArgs {
-  const void* x;
-  const void* dy;
-  const void* dres;  // NULL: no dresidual
-  void* dx;
-  const void* gamma;  // NULL: 1
-  int64_t rows, cols;
-  int64_t sx, sdy, sdres, sdx;  // row strides in elements
-  int xt, dyt, drt, dxt, gt;
-  float offset;  // weight_offset
-  const float* row_in[2];
-  float* col_out[2];
-  double* partial;  // [group][column sum][cols]
-  int64_t rows_per_group;
-  int vec;  // x, dy, dx of one type, every row 16-byte aligned and cols a multiple of its vector
-};
-
-// s_j = weight_offset + gamma_j.
-template <typename Op>
-ONORM_DEV float scale_at(const NormBackwardArgs& a, int64_t j) {
-  return a.offset + (a.gamma ? load_dtype(a.gamma, a.gt, j) : Op::col_default(0));
-}
 
 constexpr int kColumnBlock = 256;
 
@@ -161,9 +137,86 @@ constexpr int kRowsBlock = 256;
 // The column partials' scratch stays under this; fewer row groups otherwise.
 constexpr int64_t kPartialBytes = int64_t(64) << 20;
 
+// The register shapes of the one-read backward (norm_backward_registers.hpp), smallest first:
+// TRY(threads per row, 16-byte vectors per thread and input, block); the comment is the widest
+// row each holds. Groups of up to 32 lanes (both warp widths), then a block per row.
+#define ONORM_GPU_BACKWARD_SHAPES_VEC4(TRY) \
+  TRY(16, 1, 256)    /* 64 */               \
+  TRY(32, 1, 256)    /* 128 */              \
+  TRY(32, 2, 256)    /* 256 */              \
+  TRY(32, 4, 256)    /* 512 */              \
+  TRY(128, 2, 128)   /* 1024 */             \
+  TRY(256, 2, 256)   /* 2048 */             \
+  TRY(256, 4, 256)   /* 4096 */             \
+  TRY(512, 4, 512)   /* 8192 */
+#define ONORM_GPU_BACKWARD_SHAPES_VEC8(TRY) \
+  TRY(8, 1, 256)     /* 64 */               \
+  TRY(16, 1, 256)    /* 128 */              \
+  TRY(32, 1, 256)    /* 256 */              \
+  TRY(32, 2, 256)    /* 512 */              \
+  TRY(128, 1, 128)   /* 1024 */             \
+  TRY(128, 2, 128)   /* 2048 */             \
+  TRY(256, 2, 256)   /* 4096 */             \
+  TRY(512, 2, 512)   /* 8192 */
+
+// The one-read backward with shape (TPR, ITEMS, BLOCK): a block per run of rows, as many blocks
+// as the device holds at once, each run at most kBackwardChainRows rows per group. The partial
+// rows take at most K * cols * 4 bytes per 128 rows: 1/32 (K = 2) of x's size in bf16, or
+// the resident blocks' rows.
+template <typename Op, typename T, int WARP, int TPR, int ITEMS, int BLOCK, typename Rt>
+onorm_status launch_backward_registers(Rt& rt, Launcher<Rt>& l, NormBackwardArgs a) {
+  constexpr int E = ITEMS * Elems<T>::kVec, GPB = BLOCK / TPR, K = Op::kColOuts;
+  const int64_t resident = int64_t(rt.caps().sms) * backward_min_blocks<E, ITEMS, K, BLOCK>();
+  int64_t per_block = (a.rows + resident - 1) / resident;
+  per_block = (per_block + GPB - 1) / GPB * GPB;
+  if (per_block > kBackwardChainRows * GPB) per_block = kBackwardChainRows * GPB;
+  a.rows_per_group = per_block;
+  const int64_t blocks = (a.rows + per_block - 1) / per_block;
+  const bool merge = (a.col_out[0] || a.col_out[1]) && blocks > 1;
+  a.direct = blocks == 1;
+  if (merge) {
+    onorm_status s = ONORM_OK;
+    a.partial_f32 = static_cast<float*>(l.workspace(static_cast<size_t>(blocks * K * a.cols * 4), s));
+    if (s != ONORM_OK) return s;
+  }
+  norm_backward_register_kernel<Op, T, WARP, TPR, ITEMS, BLOCK><<<unsigned(blocks), BLOCK, 0, rt.stream()>>>(a);
+  if (onorm_status s = rt.check("norm backward register launch")) return s;
+  if (merge) {
+    column_merge_kernel<K><<<unsigned((a.cols + kMergeCols - 1) / kMergeCols), kMergeCols * kMergeLanes, 0, rt.stream()>>>(
+        a, int(blocks));
+    if (onorm_status s = rt.check("column merge launch")) return s;
+  }
+  return l.finish();
+}
+
+// The first register shape that holds the row (false: none does).
+template <typename Op, typename T, int WARP, typename Rt>
+bool place_backward_registers(Rt& rt, Launcher<Rt>& l, const NormBackwardArgs& a, onorm_status& status) {
+  constexpr int V = Elems<T>::kVec;
+#define ONORM_TRY_BACKWARD(TPR, ITEMS, BLOCK)                                                  \
+  if (a.cols <= int64_t(TPR) * (ITEMS) * V) {                                                  \
+    status = launch_backward_registers<Op, T, WARP, TPR, ITEMS, BLOCK>(rt, l, a);              \
+    return true;                                                                               \
+  }
+  if constexpr (V == 4) {
+    ONORM_GPU_BACKWARD_SHAPES_VEC4(ONORM_TRY_BACKWARD)
+  } else {
+    ONORM_GPU_BACKWARD_SHAPES_VEC8(ONORM_TRY_BACKWARD)
+  }
+#undef ONORM_TRY_BACKWARD
+  return false;
+}
+
 template <typename Op, typename T, int WARP, typename Rt>
 onorm_status launch_norm_backward(Rt& rt, NormBackwardArgs a) {
   Launcher<Rt> l(rt);
+  if constexpr (!std::is_void<T>::value) {
+    onorm_status status = ONORM_OK;
+    // Up to 2^29 rows: the grid stays under max_blocks (a block takes 128 rows or more there).
+    if (a.vec && a.cols <= kBackwardRegisterCols && a.rows <= (int64_t(1) << 29) &&
+        place_backward_registers<Op, T, WARP>(rt, l, a, status))
+      return status;
+  }
   const PlanCaps& caps = rt.caps();
   const int64_t per_thread = a.vec ? Elems<T>::kVec : 1;
   const int64_t tiles = (a.cols + kColumnBlock * per_thread - 1) / (kColumnBlock * per_thread);

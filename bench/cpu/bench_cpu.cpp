@@ -1,7 +1,9 @@
 // CPU benchmark of the row operators of the op list (core/ops/op_list.h) through the C ABI.
 //
 // Every case reads and writes 32 MB per row tensor of the op's signature (softmax: x read, y
-// written; softmax backward: y, dy read, dx written), all of one dtype.
+// written; softmax backward: y, dy read, dx written), all of one dtype; the version-2 cases
+// too: the norms' backward (x, dy read, dx written; gamma, dgamma, dbeta once) and the
+// quantized norms (x read, one-byte codes and the row scales written).
 // Each iteration times the operator and then a memcpy of the same bytes (split over the same
 // number of OpenMP threads), interleaved, so that the ratio is taken under the same conditions
 // on a noisy machine. Counters:
@@ -36,9 +38,12 @@ struct Buffers {
   void* y = nullptr;
   void* gamma = nullptr;
   void* beta = nullptr;
-  std::vector<float> mean, rstd;
+  void* codes = nullptr;  // quantized y
+  std::vector<float> mean, rstd, y_scale, dgamma, dbeta;
 };
 Buffers g_buf[2];  // [0]: f32, [1]: bf16
+void* g_copy_src = nullptr;  // the memcpy of the same bytes: up to two row tensors' worth
+void* g_copy_dst = nullptr;
 
 uint16_t to_bf16(float f) {
   uint32_t u;
@@ -95,6 +100,71 @@ void init_buffers() {
     }
     b.mean.resize(kBytesPerSide / esz / 128 + 1);
     b.rstd.resize(kBytesPerSide / esz / 128 + 1);
+    b.y_scale.resize(kBytesPerSide / esz / 128 + 1);
+    b.dgamma.resize(max_cols);
+    b.dbeta.resize(max_cols);
+    b.codes = aligned_buffer(kBytesPerSide);
+    std::memset(b.codes, 0, kBytesPerSide);
+  }
+  g_copy_src = aligned_buffer(2 * kBytesPerSide);
+  g_copy_dst = aligned_buffer(2 * kBytesPerSide);
+  std::memset(g_copy_src, 1, 2 * kBytesPerSide);
+  std::memset(g_copy_dst, 0, 2 * kBytesPerSide);
+}
+
+// The version-2 cases (not ops of the row-op list).
+enum class V2 { kNone, kLayerNormBackward, kRmsNormBackward, kRmsNormFp8, kRmsNormI8, kLayerNormFp8, kLayerNormI8 };
+const char* v2_name(V2 c) {
+  switch (c) {
+    case V2::kLayerNormBackward: return "layer_norm_backward";
+    case V2::kRmsNormBackward: return "rms_norm_backward";
+    case V2::kRmsNormFp8: return "rms_norm_fp8";
+    case V2::kRmsNormI8: return "rms_norm_i8";
+    case V2::kLayerNormFp8: return "layer_norm_fp8";
+    case V2::kLayerNormI8: return "layer_norm_i8";
+    default: return "";
+  }
+}
+bool v2_backward(V2 c) { return c == V2::kLayerNormBackward || c == V2::kRmsNormBackward; }
+bool v2_layer(V2 c) { return c == V2::kLayerNormBackward || c == V2::kLayerNormFp8 || c == V2::kLayerNormI8; }
+
+// Bytes a version-2 case moves: every tensor read and written once, gamma (and beta) once.
+double v2_bytes(V2 c, int64_t rows, int64_t cols, size_t esz) {
+  const double n = static_cast<double>(rows * cols), r = static_cast<double>(rows), k = static_cast<double>(cols);
+  const int params = v2_layer(c) ? 2 : 1;
+  if (v2_backward(c)) return 3 * n * esz + k * esz + params * k * 4 + params * r * 4;
+  return n * esz + n + k * esz * params + r * 4;
+}
+
+void run_v2(V2 c, const onorm_rows& x, const onorm_rows& x2, const onorm_rows& y, int64_t rows, onorm_dtype dt,
+            Buffers& b) {
+  const onorm_norm_kind kind = v2_layer(c) ? ONORM_LAYER_NORM : ONORM_RMS_NORM;
+  onorm_status s = ONORM_OK;
+  if (v2_backward(c)) {
+    onorm_norm_backward_args a;
+    onorm_norm_backward_args_init(&a, kind);
+    a.gamma = b.gamma;
+    a.param_dtype = dt;
+    a.mean = v2_layer(c) ? b.mean.data() : nullptr;
+    a.rstd = b.rstd.data();
+    a.dgamma = b.dgamma.data();
+    a.dbeta = v2_layer(c) ? b.dbeta.data() : nullptr;
+    s = onorm_norm_backward(g_ctx, &x, &x2, &a, &y);
+  } else {
+    const bool fp8 = c == V2::kRmsNormFp8 || c == V2::kLayerNormFp8;
+    const onorm_rows q{b.codes, fp8 ? ONORM_F8_E4M3 : ONORM_I8, rows, x.cols, x.cols};
+    onorm_norm_args a;
+    onorm_norm_args_init(&a, kind);
+    a.gamma = b.gamma;
+    a.beta = v2_layer(c) ? b.beta : nullptr;
+    a.param_dtype = dt;
+    a.eps = 1e-5;
+    a.y_scale = b.y_scale.data();
+    s = onorm_norm(g_ctx, &x, &a, &q);
+  }
+  if (s != ONORM_OK) {
+    std::fprintf(stderr, "%s failed: %s\n", v2_name(c), onorm_last_error());
+    std::abort();
   }
 }
 
@@ -131,7 +201,7 @@ bool run_op(onorm_op op, const onorm_rows& x, const onorm_rows& x2, const onorm_
   return true;
 }
 
-void bench_case(benchmark::State& state, onorm_op op, onorm_dtype dt, int64_t cols, int threads) {
+void bench_case(benchmark::State& state, onorm_op op, V2 v2, onorm_dtype dt, int64_t cols, int threads) {
   Buffers& b = g_buf[dt == ONORM_F32 ? 0 : 1];
   const size_t esz = dt == ONORM_F32 ? 4 : 2;
   const int64_t rows = static_cast<int64_t>(kBytesPerSide / esz) / cols;
@@ -139,9 +209,21 @@ void bench_case(benchmark::State& state, onorm_op op, onorm_dtype dt, int64_t co
   const onorm_rows x2{b.x2, dt, rows, cols, cols};
   const onorm_rows y{b.y, dt, rows, cols, cols};
   const onorm::core::ops::Signature& sig = onorm::core::ops::signature(op);
-  const double bytes = (sig.inputs + sig.outputs) * static_cast<double>(rows * cols) * static_cast<double>(esz);
+  const double bytes = v2 != V2::kNone ? v2_bytes(v2, rows, cols, esz)
+                                       : (sig.inputs + sig.outputs) * static_cast<double>(rows * cols) * static_cast<double>(esz);
   omp_set_num_threads(threads);
-  if (!run_op(op, x, x2, y, b)) {  // warm up
+  if (v2_backward(v2)) {  // the statistics of the N(0, 2) input
+    std::fill(b.mean.begin(), b.mean.end(), 0.0f);
+    std::fill(b.rstd.begin(), b.rstd.end(), 0.5f);
+  }
+  auto call = [&] {
+    if (v2 != V2::kNone) {
+      run_v2(v2, x, x2, y, rows, dt, b);
+      return true;
+    }
+    return run_op(op, x, x2, y, b);
+  };
+  if (!call()) {  // warm up
     state.SkipWithError("no C ABI call for this op in the bench");
     return;
   }
@@ -149,9 +231,9 @@ void bench_case(benchmark::State& state, onorm_op op, onorm_dtype dt, int64_t co
   double op_seconds = 0, copy_seconds = 0;
   for (auto _ : state) {
     const auto t0 = clock::now();
-    run_op(op, x, x2, y, b);
+    call();
     const auto t1 = clock::now();
-    parallel_memcpy(b.y, b.x, static_cast<size_t>(rows * cols) * esz, threads);
+    parallel_memcpy(g_copy_dst, g_copy_src, static_cast<size_t>(bytes / 2), threads);
     const auto t2 = clock::now();
     const double s_op = std::chrono::duration<double>(t1 - t0).count();
     op_seconds += s_op;
@@ -186,7 +268,18 @@ int main(int argc, char** argv) {
           const std::string name = std::string(onorm::core::ops::name(static_cast<onorm_op>(op))) + "/" + (dt == ONORM_F32 ? "f32" : "bf16") + "/" +
                                    std::to_string(w) + "/threads:" + std::to_string(t);
           benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
-            bench_case(s, static_cast<onorm_op>(op), dt, w, t);
+            bench_case(s, static_cast<onorm_op>(op), V2::kNone, dt, w, t);
+          })->UseManualTime()->Unit(benchmark::kMillisecond);
+        }
+  for (V2 c : {V2::kLayerNormBackward, V2::kRmsNormBackward, V2::kRmsNormFp8, V2::kRmsNormI8, V2::kLayerNormFp8,
+               V2::kLayerNormI8})
+    for (onorm_dtype dt : {ONORM_F32, ONORM_BF16})
+      for (int64_t w : widths)
+        for (int t : thread_counts) {
+          const std::string name = std::string(v2_name(c)) + "/" + (dt == ONORM_F32 ? "f32" : "bf16") + "/" +
+                                   std::to_string(w) + "/threads:" + std::to_string(t);
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+            bench_case(s, ONORM_OP_SOFTMAX, c, dt, w, t);
           })->UseManualTime()->Unit(benchmark::kMillisecond);
         }
   benchmark::Initialize(&argc, argv);

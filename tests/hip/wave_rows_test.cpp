@@ -913,14 +913,15 @@ void backward_through_plan(onorm_ref::Op op) {
 // The norms' options inside the register rows (gpu::RowOptions) on the emulator, through
 // place_with_options<Row<..., kOptions>, W>: the residual add, residual_out (or none), and y as
 // E4M3 with the dynamic scale, I8 with a static scale, or float; against the reference of
-// onorm_norm. The wave64 paths of the fused rows run nowhere else here.
+// onorm_norm. The wave64 paths of the fused rows run nowhere else here. far != 0: x is
+// far + 0.05 N(0,1) and the residual 0.01 N(0,1) (core/norm_stats.hpp's rows far from zero).
 template <int W, typename OpT, typename In>
 void run_options_case(onorm_dtype xt, onorm_dtype yt, bool residual_out, int64_t rows, int64_t cols,
-                      std::mt19937_64& rng) {
+                      std::mt19937_64& rng, double far = 0) {
   constexpr bool layer = std::is_same<OpT, ops::LayerNorm>::value;
   SCOPED_TRACE("W" + std::to_string(W) + (layer ? " layer_norm" : " rms_norm") + " x " + dname(xt) + " y " +
                std::to_string(yt) + (residual_out ? " residual_out " : " ") + std::to_string(rows) + "x" +
-               std::to_string(cols));
+               std::to_string(cols) + " far " + std::to_string(far));
   const size_t es = esize(xt), ys = yt == ONORM_F32 ? 4 : yt == ONORM_F8_E4M3 || yt == ONORM_I8 ? 1 : 2;
   std::vector<unsigned char> xb(rows * cols * es + 64), rb(rows * cols * es + 64), hb(rows * cols * es + 64, 0xff),
       yb(rows * cols * ys + 64, 0xff), gb(cols * es + 64), bb(cols * es + 64);
@@ -930,8 +931,8 @@ void run_options_case(onorm_dtype xt, onorm_dtype yt, bool residual_out, int64_t
   void *x = align64(xb), *r = align64(rb), *h = align64(hb), *y = align64(yb), *gamma = align64(gb), *beta = align64(bb);
   std::normal_distribution<double> n01(0.0, 1.0);
   for (int64_t k = 0; k < rows * cols; ++k) {
-    onorm_ref::encode(2.0 + 1.5 * n01(rng), x, xt, k);
-    onorm_ref::encode(n01(rng), r, xt, k);
+    onorm_ref::encode(far != 0 ? far + 0.05 * n01(rng) : 2.0 + 1.5 * n01(rng), x, xt, k);
+    onorm_ref::encode(far != 0 ? 0.01 * n01(rng) : n01(rng), r, xt, k);
   }
   for (int64_t k = 0; k < cols; ++k) {
     onorm_ref::encode(1.0 + 0.3 * n01(rng), gamma, xt, k);
@@ -977,11 +978,11 @@ void run_options_case(onorm_dtype xt, onorm_dtype yt, bool residual_out, int64_t
 
 template <int W>
 void options_case(bool layer, onorm_dtype xt, onorm_dtype yt, bool residual_out, int64_t rows, int64_t cols,
-                  std::mt19937_64& rng) {
-  if (layer && xt == ONORM_F32) run_options_case<W, ops::LayerNorm, float>(xt, yt, residual_out, rows, cols, rng);
-  else if (layer) run_options_case<W, ops::LayerNorm, onorm::core::bf16_bits>(xt, yt, residual_out, rows, cols, rng);
-  else if (xt == ONORM_F32) run_options_case<W, ops::RmsNorm, float>(xt, yt, residual_out, rows, cols, rng);
-  else run_options_case<W, ops::RmsNorm, onorm::core::bf16_bits>(xt, yt, residual_out, rows, cols, rng);
+                  std::mt19937_64& rng, double far = 0) {
+  if (layer && xt == ONORM_F32) run_options_case<W, ops::LayerNorm, float>(xt, yt, residual_out, rows, cols, rng, far);
+  else if (layer) run_options_case<W, ops::LayerNorm, onorm::core::bf16_bits>(xt, yt, residual_out, rows, cols, rng, far);
+  else if (xt == ONORM_F32) run_options_case<W, ops::RmsNorm, float>(xt, yt, residual_out, rows, cols, rng, far);
+  else run_options_case<W, ops::RmsNorm, onorm::core::bf16_bits>(xt, yt, residual_out, rows, cols, rng, far);
 }
 
 TEST(WaveRowsOptions, ResidualAndQuantizedOutputInRegisters) {
@@ -997,6 +998,20 @@ TEST(WaveRowsOptions, ResidualAndQuantizedOutputInRegisters) {
           ++index;
           if (W == 64) options_case<64>(layer, xt, yt, residual_out, cols <= 100 ? 9 : 3, cols, rng);
           else options_case<32>(layer, xt, yt, residual_out, cols <= 100 ? 9 : 3, cols, rng);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+}
+
+// Quantized LayerNorm of rows far from zero (|mean| rstd from 2000 to 6e5): a float mean
+// misses the codes by grid steps there; the rows take the double statistics.
+TEST(WaveRowsOptions, QuantizedLayerNormFarFromZero) {
+  std::mt19937_64 rng(12);
+  for (int W : {32, 64})
+    for (onorm_dtype xt : {ONORM_F32, ONORM_BF16})
+      for (onorm_dtype yt : {ONORM_F8_E4M3, ONORM_I8})
+        for (double far : {100.0, -3000.0, 30000.0}) {
+          if (W == 64) options_case<64>(true, xt, yt, true, 4, 1000, rng, far);
+          else options_case<32>(true, xt, yt, false, 4, 1000, rng, far);
           if (::testing::Test::HasFatalFailure()) return;
         }
 }

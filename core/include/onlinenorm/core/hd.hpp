@@ -24,6 +24,7 @@ ONORM_HD_INLINE float log_of(float x) { return ::logf(x); }
 ONORM_HD_INLINE double log_of(double x) { return ::log(x); }
 ONORM_HD_INLINE float sqrt_of(float x) { return ::sqrtf(x); }
 ONORM_HD_INLINE double sqrt_of(double x) { return ::sqrt(x); }
+ONORM_HD_INLINE float abs_of(float x) { return ::fabsf(x); }
 
 template <typename T>
 ONORM_HD_INLINE bool is_nan(T x) { return x != x; }

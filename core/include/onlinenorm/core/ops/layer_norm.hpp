@@ -45,14 +45,16 @@ struct LayerNorm : NormOpDefaults {
   // core::norm_double_stats_ok; ok == false: take them again in double (kF64Fallback).
   ONORM_HD_INLINE static Coefs<float> coefs(const Welford<float>& w, const Params& p, bool& ok) {
     const float var_eps = w.variance() + static_cast<float>(p.eps);
-    ok = norm_float_stats_ok(w.m2 + w.mean, var_eps);
-    return norm_coefs_f32(w.mean, 1.0f / sqrt_of(var_eps));
+    const float rstd = 1.0f / sqrt_of(var_eps);
+    // A row far from zero keeps its mean's low digits only in double (core/norm_stats.hpp).
+    ok = norm_float_stats_ok(w.m2 + w.mean, var_eps) && abs_of(w.mean) * rstd <= kNormFloatCentre;
+    return norm_coefs_f32(w.mean, rstd);
   }
   ONORM_HD_INLINE static Coefs<double> coefs(const Welford<double>& w, const Params& p, bool& ok) {
     const double var_eps = w.variance() + p.eps;
     ok = norm_double_stats_ok(w.m2 + w.mean, var_eps);
     const double rstd = 1.0 / sqrt_of(var_eps);
-    return Coefs<double>{1.0, w.mean, rstd, w.mean, rstd};
+    return Coefs<double>{1.0, w.mean, rstd, w.mean, rstd, 0.0};
   }
   template <typename T>
   ONORM_HD_INLINE static void write_row_outputs(const Coefs<T>& c, float* const* row_out, int64_t r) {
@@ -60,11 +62,11 @@ struct LayerNorm : NormOpDefaults {
     if (row_out[1]) row_out[1][r] = static_cast<float>(c.rstd);
   }
 
-  // ((x * k - mk) * rk) * gamma + beta: x * k is exact, so k = 1 is (x - mean) * rstd.
+  // (((x * k - mk) - mk_lo) * rk) * gamma + beta: x * k is exact, so k = 1 is (x - mean) * rstd.
   template <typename M, typename T>
   ONORM_HD_INLINE static typename M::V finish(const M& m, const Coefs<T>& c, const typename M::V* x,
                                               const typename M::V* cols) {
-    const typename M::V centred = m.sub(m.mul(x[0], m.set(c.k)), m.set(c.mk));
+    const typename M::V centred = m.sub(m.sub(m.mul(x[0], m.set(c.k)), m.set(c.mk)), m.set(c.mk_lo));
     return m.mul_add(m.mul(centred, m.set(c.rk)), cols[0], cols[1]);
   }
 };

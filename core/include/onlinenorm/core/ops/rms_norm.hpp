@@ -41,7 +41,7 @@ struct RmsNorm : NormOpDefaults {
     const double var_eps = s.mean_square() + p.eps;
     ok = norm_double_stats_ok(s.s, var_eps);
     const double rstd = 1.0 / sqrt_of(var_eps);
-    return Coefs<double>{1.0, 0.0, rstd, 0.0, rstd};
+    return Coefs<double>{1.0, 0.0, rstd, 0.0, rstd, 0.0};
   }
   template <typename T>
   ONORM_HD_INLINE static void write_row_outputs(const Coefs<T>& c, float* const* row_out, int64_t r) {

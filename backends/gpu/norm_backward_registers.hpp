@@ -1,0 +1,209 @@
+// The norms' backward in one read (core/ops/norm_backward.hpp): rows of one 16-bit or f32 dtype
+// whose x, dy and dx are 16-byte aligned and at most kBackwardRegisterCols long. A group of
+// TPR lanes holds a row's x and dy in registers (ITEMS 16-byte vectors of each per thread), takes
+// its two sums over the group, writes dx, and adds the row to the column sums of its columns;
+// a block walks a contiguous run of rows, so its column sums cover them all:
+//   dx           float sums per thread, a fixed tree over the group (row_allreduce): the same
+//                bits for a row whatever its batch (the shape depends on the width only);
+//   dgamma/dbeta float sums of at most kBackwardChainRows rows per thread, the groups of a
+//                block added in group order through shared memory, one float partial row per
+//                block, then column_merge_kernel adds the blocks' partials in block order in
+//                double. No atomics: the same call gives the same bits run after run.
+// The row's sums in float over at most 16 elements per thread and a tree, and column chains of
+// at most 128 + 8 terms, keep within API.md's bounds (1e-5 relative to the sums of |terms|).
+#pragma once
+
+#include "norm_backward_args.hpp"
+#include "onlinenorm/core/ops/norm_backward.hpp"
+#include "reduce.hpp"
+
+namespace onorm {
+namespace gpu {
+
+// The longest row a block holds, and the most rows a thread's column sums take in float.
+constexpr int64_t kBackwardRegisterCols = 8192;
+constexpr int64_t kBackwardChainRows = 128;
+
+// Registers a thread keeps (E columns: x and dy as floats, the scale and K column sums; with
+// the next row's x and dy loaded ahead as 16-byte vectors, 4 registers each, while this row
+// reduces: the loads of one row overlap the reduction of the previous one).
+template <int E, int ITEMS, int K>
+constexpr bool backward_prefetch() {
+  return E * (3 + K) + 8 * ITEMS <= 100;
+}
+template <int E, int ITEMS, int K>
+constexpr int backward_floats() {
+  return E * (3 + K) + (backward_prefetch<E, ITEMS, K>() ? 8 * ITEMS : 0);
+}
+// Threads resident per multiprocessor the kernels are built for: 1024 (64 registers), 768 (85)
+// or 512 (128). A block of 1024 threads gets 64 registers: E = 16 spills there (ptxas, sm_90a),
+// hence rows up to 8192 (16 f32 or 8 16-bit elements a thread in blocks of 512).
+template <int E, int ITEMS, int K>
+constexpr int backward_threads_per_sm() {
+  return backward_floats<E, ITEMS, K>() <= 32 ? 1024 : backward_floats<E, ITEMS, K>() <= 56 ? 768 : 512;
+}
+template <int E, int ITEMS, int K, int BLOCK>
+constexpr int backward_min_blocks() {
+  return backward_threads_per_sm<E, ITEMS, K>() >= 2 * BLOCK ? backward_threads_per_sm<E, ITEMS, K>() / BLOCK : 1;
+}
+
+// A thread's ITEMS 16-byte vectors of row `row` of p (stride in elements), zero where the row
+// is inactive or past cols.
+template <typename T, int ITEMS, int TPR>
+ONORM_DEV void load_raw_items(const void* p, int64_t stride, int64_t row, bool active, int64_t cols, int lane,
+                              shim::Vec16 (&raw)[ITEMS]) {
+  constexpr int V = Elems<T>::kVec;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int64_t j = static_cast<int64_t>(lane + i * TPR) * V;
+    if (active && j < cols) {
+      raw[i] = *reinterpret_cast<const shim::Vec16*>(static_cast<const T*>(p) + row * stride + j);
+    } else {
+      raw[i].x = raw[i].y = raw[i].z = raw[i].w = 0u;
+    }
+  }
+}
+
+template <typename Op, typename T, int WARP, int TPR, int ITEMS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::kVec, ITEMS, Op::kColOuts, BLOCK>()))
+    norm_backward_register_kernel(NormBackwardArgs a) {
+  constexpr int V = Elems<T>::kVec, E = ITEMS * V, GPB = BLOCK / TPR, K = Op::kColOuts;
+  constexpr bool kPrefetch = backward_prefetch<E, ITEMS, K>();
+  static_assert(TPR <= WARP || TPR == BLOCK, "row group");
+  __shared__ Vals<float, 2> scratch[BLOCK / WARP];
+  const int lane = static_cast<int>(threadIdx.x) % TPR, group = static_cast<int>(threadIdx.x) / TPR;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * a.rows_per_group;
+  const int64_t r1 = r0 + a.rows_per_group < a.rows ? r0 + a.rows_per_group : a.rows;
+  // A thread's columns: vector i starts at (lane + i * TPR) * V; cols is a multiple of V.
+  float scale[E], col[E][K];
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i)
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const int64_t j = static_cast<int64_t>(lane + i * TPR) * V + e;
+      scale[i * V + e] = j < a.cols ? scale_at<Op>(a, j) : 0.0f;
+#pragma unroll
+      for (int k = 0; k < K; ++k) col[i * V + e][k] = 0.0f;
+    }
+  // Block-uniform bounds: every thread takes part in each row's reduction.
+  shim::Vec16 next_x[ITEMS], next_dy[ITEMS];
+  if constexpr (kPrefetch) {
+    load_raw_items<T, ITEMS, TPR>(a.x, a.sx, r0 + group, r0 + group < r1, a.cols, lane, next_x);
+    load_raw_items<T, ITEMS, TPR>(a.dy, a.sdy, r0 + group, r0 + group < r1, a.cols, lane, next_dy);
+  }
+  for (int64_t first = r0; first < r1; first += GPB) {
+    const int64_t row = first + group;
+    const bool active = row < r1;
+    const int64_t rr = active ? row : r0;
+    const auto rv = Op::template row<float>(a.row_in, rr);
+    float x[E], dy[E];
+    typename Op::template Sums<float> s{0.0f, 0.0f};
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        io<T>::unpack(next_x[i], x + i * V);
+        io<T>::unpack(next_dy[i], dy + i * V);
+      }
+      load_raw_items<T, ITEMS, TPR>(a.x, a.sx, row + GPB, row + GPB < r1, a.cols, lane, next_x);
+      load_raw_items<T, ITEMS, TPR>(a.dy, a.sdy, row + GPB, row + GPB < r1, a.cols, lane, next_dy);
+    } else {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const int64_t j = static_cast<int64_t>(lane + i * TPR) * V;
+        if (active && j < a.cols) {
+          Elems<T>::load_vec(a.x, rr * a.sx + j, x + i * V);
+          Elems<T>::load_vec(a.dy, rr * a.sdy + j, dy + i * V);
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) x[i * V + e] = dy[i * V + e] = 0.0f;
+        }
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) Op::accumulate(s, rv, x[e], dy[e], scale[e]);
+    const Vals<float, 2> sums = row_allreduce<WARP, TPR, BLOCK>(Vals<float, 2>{{s.g, s.gc}}, lane, scratch, AddOp{});
+    const auto c = Op::template coefs<float>(typename Op::template Sums<float>{sums.v[0], sums.v[1]}, rv, a.cols);
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      const int64_t j = static_cast<int64_t>(lane + i * TPR) * V;
+      if (!active || j >= a.cols) continue;
+      float out[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const float d = a.dres ? load_dtype(a.dres, a.drt, rr * a.sdres + j + e) : 0.0f;
+        out[e] = Op::dx(c, x[i * V + e], dy[i * V + e], scale[i * V + e], d);
+        Op::column(col[i * V + e], rv, x[i * V + e], dy[i * V + e]);
+      }
+      Elems<T>::store_vec(a.dx, rr * a.sdx + j, out);
+    }
+  }
+  if (!a.col_out[0] && !a.col_out[1]) return;
+  // The block's groups in group order: group 0 stores, each next group adds, then group
+  // GPB - 1 writes the block's partial row.
+  if constexpr (GPB > 1) {
+    __shared__ float block_cols[K][TPR * E];
+#pragma unroll 1
+    for (int g = 0; g < GPB; ++g) {
+      if (group == g) {
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+#pragma unroll
+          for (int k = 0; k < K; ++k) {
+            float& slot = block_cols[k][lane * E + e];
+            col[e][k] = g == 0 ? col[e][k] : slot + col[e][k];
+            slot = col[e][k];
+          }
+      }
+      __syncthreads();
+    }
+    if (group != GPB - 1) return;
+  }
+  float* const partial = a.partial_f32 + static_cast<int64_t>(blockIdx.x) * K * a.cols;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i)
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const int64_t j = static_cast<int64_t>(lane + i * TPR) * V + e;
+      if (j >= a.cols) continue;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        if (a.direct) {
+          if (a.col_out[k]) a.col_out[k][j] = col[i * V + e][k];
+        } else {
+          partial[k * a.cols + j] = col[i * V + e][k];
+        }
+      }
+    }
+}
+
+// dgamma / dbeta from the blocks' float partial rows, in double: a block per kMergeCols columns,
+// kMergeLanes threads a column, each adding every kMergeLanes-th block's partial (loads in
+// flight: a few hundred to thousands of partials per column), then the lanes in lane order.
+constexpr int kMergeCols = 32, kMergeLanes = 8;
+template <int K>
+__global__ void __launch_bounds__(kMergeCols * kMergeLanes) column_merge_kernel(NormBackwardArgs a, int blocks) {
+  __shared__ double lane_sums[kMergeLanes][kMergeCols];
+  const int c = static_cast<int>(threadIdx.x) % kMergeCols, lane = static_cast<int>(threadIdx.x) / kMergeCols;
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kMergeCols + c;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (!a.col_out[k]) continue;  // block-uniform
+    double s = 0;
+    if (j < a.cols) {
+#pragma unroll 4
+      for (int b = lane; b < blocks; b += kMergeLanes) s += a.partial_f32[(static_cast<int64_t>(b) * K + k) * a.cols + j];
+    }
+    lane_sums[lane][c] = s;
+    __syncthreads();
+    if (lane == 0 && j < a.cols) {
+      double t = 0;
+#pragma unroll
+      for (int l = 0; l < kMergeLanes; ++l) t += lane_sums[l][c];
+      a.col_out[k][j] = static_cast<float>(t);
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace gpu
+}  // namespace onorm

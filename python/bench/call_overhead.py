@@ -1,0 +1,53 @@
+"""Time of one small call (softmax of 8 x 128 float32 rows, CPU) through the package, against
+the extension alone, numpy's own arithmetic and torch's own softmax (when installed). Best of 5
+runs of timeit; ns per call. abi_softmax_call.cpp gives the C ABI's own time."""
+import timeit
+
+import numpy as np
+
+import onlinenorm
+from onlinenorm import _onlinenorm as _ext
+
+
+def best_ns(fn, number=20000):
+    return min(timeit.repeat(fn, number=number, repeat=5)) / number * 1e9
+
+
+def numpy_softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def main():
+    x = np.random.default_rng(0).standard_normal((8, 128), dtype=np.float32)
+    y = np.empty_like(x)
+    ctx = onlinenorm.Context("cpu")
+    rows = [
+        ("onlinenorm.softmax(x) numpy, new output", lambda: onlinenorm.softmax(x)),
+        ("onlinenorm.softmax(x, out=y) numpy", lambda: onlinenorm.softmax(x, out=y)),
+        ("extension _onlinenorm.softmax(ctx, x, y) numpy", lambda: _ext.softmax(ctx._ctx, x, y, False)),
+        ("numpy exp/max/sum softmax", lambda: numpy_softmax(x)),
+    ]
+    try:
+        import torch
+
+        import onlinenorm.torch as ot
+
+        t = torch.from_numpy(x.copy())
+        u = torch.empty_like(t)
+        rows += [
+            ("onlinenorm.softmax(t) torch, new output", lambda: onlinenorm.softmax(t)),
+            ("onlinenorm.softmax(t, out=u) torch", lambda: onlinenorm.softmax(t, out=u)),
+            ("onlinenorm.torch.softmax(t) (custom op)", lambda: ot.softmax(t)),
+            ("torch.softmax(t, -1)", lambda: torch.softmax(t, -1)),
+        ]
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    except ImportError:
+        print("torch not installed: its rows are left out")
+    print(f"numpy {np.__version__}, {ctx.name}")
+    for name, fn in rows:
+        print(f"{best_ns(fn):8.0f} ns  {name}")
+
+
+if __name__ == "__main__":
+    main()
