@@ -7,7 +7,10 @@
 #     scripts/gpu.sh prepare      stage what the GPU machine lacks into ignored folders:
 #                                 .deps/hwy (Highway 1.0.3 for the CPU backend) and
 #                                 .hip-headers/ (HIP's headers for the HIP-on-NVIDIA build);
-#                                 name both in the device tool's `carry`.
+#                                 with PEERS=1 also .deps/wheels (the Python package's build
+#                                 tools and pytest) and .deps/peers_site.tar.xz (quack, Liger
+#                                 and their dependencies, from PyPI, unpacked and xz-packed:
+#                                 about 50 MB); name .deps and .hip-headers in `carry`.
 #   THERE, from the repository root:
 #     scripts/gpu.sh check [--no-bench] [--no-torch] [--no-sanitize]
 #                                 CUDA build, ctest, onorm_bench_cuda --check (+ --big), the hard
@@ -21,6 +24,10 @@
 #     scripts/gpu.sh all          check (no bench) and hip (no bench) in parallel, then the
 #                                 `onorm bench` sweep with its PNG: main as it stands.
 #     scripts/gpu.sh compare      CPU, CUDA and HIP-on-NVIDIA side by side (`onorm compare`).
+#     scripts/gpu.sh python       the Python package against build-gpu's library: pytest (CUDA
+#                                 tensors included) and the call overhead.
+#     scripts/gpu.sh peers [ARGS] bench/peers_gpu.py (quack, Liger, torch beside onlinenorm),
+#                                 after `python`; ARGS go to the script.
 #     scripts/gpu.sh tool         the onorm tool's check: its tests, info, run, compare, bench.
 #     scripts/gpu.sh explore [TUNE:widths ...]
 #                                 quick check and timing of the default routing beside
@@ -38,7 +45,7 @@ root=$PWD
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2; }
 cmd=${1:-}
 case "$cmd" in
-  prepare|check|hip|bench|all|compare|tool|explore) shift ;;
+  prepare|check|hip|bench|all|compare|tool|explore|python|peers) shift ;;
   *) usage ;;
 esac
 
@@ -68,6 +75,19 @@ prepare() {
   cp -r "$src/hip" .hip-headers/hip
   rm -rf .hip-headers/hip/amd_detail .hip-headers/hip/hcc_detail .hip-headers/hip/nvcc_detail  # nvcc_detail: a link
   echo "prepare: $(du -sh .hip-headers | cut -f1) of HIP headers in .hip-headers/"
+  [ "${PEERS:-0}" = 1 ] || return 0
+  # The GPU machine's Python is 3.12 with torch and triton; the rest travels.
+  local py=(--python-version 3.12 --only-binary=:all: --platform manylinux_2_28_x86_64)
+  rm -rf .deps/wheels .deps/peers && mkdir -p .deps/wheels .deps/peers/site
+  python3 -m pip download -q --no-deps -d .deps/wheels "${py[@]}" nanobind scikit-build-core pytest pluggy \
+    iniconfig packaging pathspec pygments || return 1
+  python3 -m pip download -q --no-deps -d .deps/peers "${py[@]}" quack-kernels==0.2.4 nvidia-cutlass-dsl==4.3.5 \
+    liger-kernel==0.8.5 apache-tvm-ffi==0.1.6 torch-c-dlpack-ext cuda-python cuda-bindings || return 1
+  local w
+  for w in .deps/peers/*.whl; do unzip -q -o "$w" -d .deps/peers/site; done
+  tar -C .deps/peers/site -cf - . | xz -T0 -6 > .deps/peers_site.tar.xz
+  rm -rf .deps/peers
+  echo "prepare: $(du -sh .deps | cut -f1) in .deps/ with the peers"
 }
 
 if [ "$cmd" = prepare ]; then
@@ -397,6 +417,36 @@ explore() {
     done
     grep -E "^====|Memory Throughput|DRAM Throughput|Duration|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Issue Slot|Compute \(SM\) Throughput|Theoretical Occ|Block Limit|Stall" "$OUT/ncu.txt" | head -80
   fi
+}
+
+# The Python package built against build-gpu's library (scripts/gpu.sh check, or bench, builds
+# it) into /tmp/onorm-py; pytest with CUDA tensors; the overhead of one small call.
+python() {
+  [ -f build-gpu/lib/libonlinenorm.so.0 ] || build_bench_targets || return 1
+  rm -rf /tmp/onorm-py && mkdir -p /tmp/onorm-py
+  python3 -m pip install -q --no-deps --no-index --target /tmp/onorm-py/tools .deps/wheels/*.whl || return 1
+  PYTHONPATH=/tmp/onorm-py/tools python3 -m pip install -q --no-deps --no-index --no-build-isolation \
+    --target /tmp/onorm-py/pkg --config-settings=build-dir=$root/build-gpu/python \
+    --config-settings=cmake.define.ONLINENORM_PREBUILT_LIBRARY=$root/build-gpu/lib/libonlinenorm.so.0 ./python \
+    > "$OUT/pip.log" 2>&1 || { tail -20 "$OUT/pip.log"; return 1; }
+  export PYTHONPATH=/tmp/onorm-py/pkg:/tmp/onorm-py/tools
+  (cd /tmp && timeout 300 python3 -m pytest -q -p no:cacheprovider "$root/python/tests" > "$OUT/pytest.log" 2>&1)
+  local rc=$?
+  tail -3 "$OUT/pytest.log"
+  timeout 60 python3 python/bench/call_overhead.py cuda
+  g++ -O2 -std=c++17 -I include python/bench/abi_softmax_call.cpp -L build-gpu/lib -lonlinenorm \
+    -Wl,-rpath,$root/build-gpu/lib -o /tmp/onorm-py/abi && /tmp/onorm-py/abi cuda
+  return $rc
+}
+
+# bench/peers_gpu.py with the peers of .deps/peers_site.tar.xz (after `python`).
+peers() {
+  [ -d /tmp/onorm-py/pkg ] || python > /dev/null || return 1
+  mkdir -p /tmp/onorm-py/site && tar -C /tmp/onorm-py/site -xJf .deps/peers_site.tar.xz || return 1
+  # The wheels' .pth files are not read from PYTHONPATH: cutlass's folder is named here.
+  PYTHONPATH=/tmp/onorm-py/pkg:/tmp/onorm-py/site:/tmp/onorm-py/site/nvidia_cutlass_dsl/python_packages \
+    python3 bench/peers_gpu.py --csv "$OUT/peers.csv" --md "$OUT/peers.md" "$@"
+  cat "$OUT/peers.md"
 }
 
 "$cmd" "$@"

@@ -28,11 +28,11 @@ constexpr int64_t kBackwardChainRows = 128;
 // the next row's x and dy loaded ahead as 16-byte vectors, 4 registers each, while this row
 // reduces: the loads of one row overlap the reduction of the previous one).
 template <int E, int ITEMS, int K>
-constexpr bool backward_prefetch() {
+ONORM_HD constexpr bool backward_prefetch() {
   return E * (3 + K) + 8 * ITEMS <= 100;
 }
 template <int E, int ITEMS, int K>
-constexpr int backward_floats() {
+ONORM_HD constexpr int backward_floats() {
   return E * (3 + K) + (backward_prefetch<E, ITEMS, K>() ? 8 * ITEMS : 0);
 }
 // Threads resident per multiprocessor the kernels are built for: 1024 (64 registers), 768 (85)
