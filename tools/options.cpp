@@ -109,10 +109,14 @@ uint64_t seed_option(const std::map<std::string, std::string>& o) {
 
 void load_input(Problem& p, const std::map<std::string, std::string>& o) {
   const std::string& path = o.at("input");
-  const bool dtype_given = o.count("dtype") > 0, rows_given = o.count("rows") > 0, cols_given = o.count("cols") > 0;
   NpyArray a;
   std::string err;
   if (!read_npy_file(path, a, err)) throw ToolError(err);
+  load_input_array(p, std::move(a), path, o);
+}
+
+void load_input_array(Problem& p, NpyArray a, const std::string& path, const std::map<std::string, std::string>& o) {
+  const bool dtype_given = o.count("dtype") > 0, rows_given = o.count("rows") > 0, cols_given = o.count("cols") > 0;
   if (a.shape.size() != 2)
     throw ToolError(path + ": expected a 2-D array (rows, cols), got " + std::to_string(a.shape.size()) + "-D");
   if (a.shape[0] < 1 || a.shape[1] < 1) throw ToolError(path + ": empty array (shape has a 0)");

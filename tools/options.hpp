@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "npy.hpp"
 #include "tool_common.hpp"
 
 namespace onorm_tool {
@@ -32,5 +33,7 @@ uint64_t seed_option(const std::map<std::string, std::string>& o);
 // Loads --input into p.x (shape and dtype from the file, checked against the options given); the
 // output and parameter dtypes not given follow the file's.
 void load_input(Problem& p, const std::map<std::string, std::string>& o);
+// The same from an array already in memory (the Python package's x), named `name` in messages.
+void load_input_array(Problem& p, NpyArray a, const std::string& name, const std::map<std::string, std::string>& o);
 
 }  // namespace onorm_tool

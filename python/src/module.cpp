@@ -1,7 +1,9 @@
 // The extension onlinenorm._onlinenorm: one function per C ABI entry point, arrays in and out
-// through DLPack. Shapes, output allocation and defaults live in the Python layer (onlinenorm/).
+// through DLPack, and compare (onorm compare's code, compare_binding.cpp). Shapes, output
+// allocation and defaults live in the Python layer (onlinenorm/).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "compare_binding.hpp"
 #include "context.hpp"
 #include "status.hpp"
 
@@ -168,4 +171,6 @@ NB_MODULE(_onlinenorm, m) {
   m.def("backend_unavailable_reason",
         [](int b) { return std::string(onorm_backend_unavailable_reason(static_cast<onorm_backend>(b))); });
   m.def("cpu_targets", &cpu_targets);
+  m.def("compare", &compare_document, "options"_a, "x"_a.none(),
+        "onorm compare's JSON document for its options (names without \"--\"); x stands for --input.");
 }
