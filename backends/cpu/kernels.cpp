@@ -8,7 +8,6 @@
 
 #include "hwy/highway.h"
 #include "dispatch-inl.h"
-#include "layer_norm_split_mean-inl.h"
 #include "norm_backward_simd-inl.h"
 
 #if HWY_ONCE
@@ -20,7 +19,6 @@ namespace cpu {
 HWY_EXPORT(SimdSupports);
 HWY_EXPORT(RunRows);
 HWY_EXPORT(QuantizeRows);
-HWY_EXPORT(LayerNormSplitMeanRows);
 HWY_EXPORT(BackwardSupports);
 HWY_EXPORT(BackwardRows);
 
@@ -30,9 +28,6 @@ void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, uns
 }
 void simd_quantize_rows(size_t t, const onorm_request& q, int64_t r0, int64_t n, float* v) {
   HWY_DISPATCH_TABLE(QuantizeRows)[t](q, r0, n, v);
-}
-void simd_layer_norm_split_mean(size_t t, const onorm_request& q, int64_t r0, int64_t r1, float* v) {
-  HWY_DISPATCH_TABLE(LayerNormSplitMeanRows)[t](q, r0, r1, v);
 }
 bool simd_backward_supports(size_t t, const onorm_request& q) { return HWY_DISPATCH_TABLE(BackwardSupports)[t](q); }
 void simd_backward_rows(size_t t, const onorm_request& q, const BackwardCall& cols, int64_t r0, int64_t r1,

@@ -56,11 +56,6 @@ void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int6
 // is overwritten where the rule divides.
 void simd_quantize_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t n, float* v);
 
-// Rows [r0, r1) of a version-1 LayerNorm request that simd_supports takes as float v (row i at
-// v + (i - r0) cols), finished with the mean split into two floats (layer_norm_split_mean-inl.h
-// says why): the values a quantized LayerNorm's codes come from.
-void simd_layer_norm_split_mean(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, float* v);
-
 // The norms' backward (a column op): whether the SIMD rows take q (x, dy, dx and dresidual of
 // one dtype they vectorize), and rows [r0, r1) of it (norm_backward_simd-inl.h says what block
 // and group hold).

@@ -106,10 +106,7 @@ void option_blocks_run(size_t target_index, const onorm_request& q, int64_t r0, 
       });
     }
     const onorm_request p = norm_of_block(q, rows_at(h, h0, n), b0, n, quantized ? scratch.y() : nullptr);
-    // A quantized LayerNorm's v with the mean split in two floats: the plain float finish
-    // misses the quantized rule on rows far from zero.
-    if (quantized && q.op == ONORM_OP_LAYER_NORM) simd_layer_norm_split_mean(target_index, p, 0, n, scratch.y());
-    else simd_run_rows(target_index, p, 0, n, opts, nullptr);
+    simd_run_rows(target_index, p, 0, n, opts, nullptr);
     if (quantized) simd_quantize_rows(target_index, q, b0, n, scratch.y());
   }
 }
