@@ -39,12 +39,11 @@ def for_dlpack(a: Any) -> Any:
 
 def device_of(a: Any, name: str) -> tuple:
     """(DLPack device type, device number) of an array; TypeError for what is not an array."""
-    if is_torch(a):  # faster than torch's __dlpack_device__
-        device = a.device
-        if device.type == "cpu":
+    if is_torch(a):  # faster than torch's __dlpack_device__ (and than building a.device)
+        if a.is_cuda:
+            return (DLPACK_ROCM if sys.modules["torch"].version.hip else DLPACK_CUDA), a.get_device()
+        if a.is_cpu:
             return DLPACK_CPU, 0
-        if device.type == "cuda":
-            return (DLPACK_ROCM if sys.modules["torch"].version.hip else DLPACK_CUDA), device.index
     try:
         device_type, device_id = a.__dlpack_device__()
     except AttributeError:
@@ -119,7 +118,8 @@ def output(like: Any, shape: Sequence[int], out: Optional[Any], dtype: Optional[
     wanted = normalize_dtype(dtype) if dtype is not None else None
     if out is None:
         if wanted is None and is_torch(like):  # the common case, without naming the dtype
-            return sys.modules["torch"].empty(like.shape, dtype=like.dtype, device=like.device)
+            torch = sys.modules["torch"]
+            return torch.empty_like(like, memory_format=torch.contiguous_format)
         return empty(like, shape, wanted or dtype_name(like))
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"{name}: has shape {tuple(out.shape)}, needs {tuple(shape)}")
