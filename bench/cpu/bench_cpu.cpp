@@ -6,7 +6,8 @@
 // quantized norms (x read, one-byte codes and the row scales written).
 // Each iteration times the operator and then a memcpy of the same bytes (split over the same
 // number of OpenMP threads), interleaved, so that the ratio is taken under the same conditions
-// on a noisy machine. Counters:
+// on a noisy machine. Where CMake found oneDNN, its softmax, log-softmax and LayerNorm run on the
+// same buffers as cases named "onednn:<op>/..." (onednn_peer.hpp). Counters:
 //   GBps       effective bandwidth of the operator, (bytes of every row tensor) / time
 //   memcpyGBps the same bytes through memcpy (read + write)
 //   pct_memcpy GBps / memcpyGBps * 100
@@ -19,12 +20,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "onlinenorm/core/ops/dispatch.hpp"
 #include "onlinenorm/onlinenorm.h"
+#if ONORM_BENCH_ONEDNN
+#include "onednn_peer.hpp"
+#endif
 
 namespace {
 
@@ -42,6 +47,7 @@ struct Buffers {
   std::vector<float> mean, rstd, y_scale, dgamma, dbeta;
 };
 Buffers g_buf[2];  // [0]: f32, [1]: bf16
+std::vector<float> g_scale_f32, g_shift_f32;  // gamma and beta in f32, as oneDNN takes them
 void* g_copy_src = nullptr;  // the memcpy of the same bytes: up to two row tensors' worth
 void* g_copy_dst = nullptr;
 
@@ -105,6 +111,12 @@ void init_buffers() {
     b.dbeta.resize(max_cols);
     b.codes = aligned_buffer(kBytesPerSide);
     std::memset(b.codes, 0, kBytesPerSide);
+  }
+  g_scale_f32.resize(size_t(1) << 20);
+  g_shift_f32.resize(size_t(1) << 20);
+  for (size_t i = 0; i < g_scale_f32.size(); ++i) {
+    g_scale_f32[i] = 1.0f + 0.001f * static_cast<float>(i % 97);
+    g_shift_f32[i] = 0.01f * static_cast<float>(i % 13);
   }
   g_copy_src = aligned_buffer(2 * kBytesPerSide);
   g_copy_dst = aligned_buffer(2 * kBytesPerSide);
@@ -201,7 +213,9 @@ bool run_op(onorm_op op, const onorm_rows& x, const onorm_rows& x2, const onorm_
   return true;
 }
 
-void bench_case(benchmark::State& state, onorm_op op, V2 v2, onorm_dtype dt, int64_t cols, int threads) {
+// onednn: time oneDNN's op instead of the library's (softmax, log-softmax, LayerNorm).
+void bench_case(benchmark::State& state, onorm_op op, V2 v2, onorm_dtype dt, int64_t cols, int threads,
+                bool onednn = false) {
   Buffers& b = g_buf[dt == ONORM_F32 ? 0 : 1];
   const size_t esz = dt == ONORM_F32 ? 4 : 2;
   const int64_t rows = static_cast<int64_t>(kBytesPerSide / esz) / cols;
@@ -216,7 +230,31 @@ void bench_case(benchmark::State& state, onorm_op op, V2 v2, onorm_dtype dt, int
     std::fill(b.mean.begin(), b.mean.end(), 0.0f);
     std::fill(b.rstd.begin(), b.rstd.end(), 0.5f);
   }
+#if ONORM_BENCH_ONEDNN
+  std::unique_ptr<onorm_bench::OneDnnCase> peer;
+  if (onednn) {
+    const onorm_bench::PeerOp p = op == ONORM_OP_SOFTMAX       ? onorm_bench::PeerOp::kSoftmax
+                                  : op == ONORM_OP_LOG_SOFTMAX ? onorm_bench::PeerOp::kLogSoftmax
+                                                               : onorm_bench::PeerOp::kLayerNorm;
+    omp_set_num_threads(threads);  // oneDNN's OpenMP runtime reads it as the primitive is made
+    peer.reset(new onorm_bench::OneDnnCase(p, dt == ONORM_BF16, rows, cols, b.x, b.y, g_scale_f32.data(),
+                                           g_shift_f32.data()));
+    if (!peer->ok()) {
+      state.SkipWithError(("oneDNN: " + peer->error()).c_str());
+      return;
+    }
+    state.SetLabel(peer->impl());
+  }
+#else
+  (void)onednn;
+#endif
   auto call = [&] {
+#if ONORM_BENCH_ONEDNN
+    if (peer) {
+      peer->run();
+      return true;
+    }
+#endif
     if (v2 != V2::kNone) {
       run_v2(v2, x, x2, y, rows, dt, b);
       return true;
@@ -271,6 +309,19 @@ int main(int argc, char** argv) {
             bench_case(s, static_cast<onorm_op>(op), V2::kNone, dt, w, t);
           })->UseManualTime()->Unit(benchmark::kMillisecond);
         }
+#if ONORM_BENCH_ONEDNN
+  for (onorm_op op : {ONORM_OP_SOFTMAX, ONORM_OP_LOG_SOFTMAX, ONORM_OP_LAYER_NORM})
+    for (onorm_dtype dt : {ONORM_F32, ONORM_BF16})
+      for (int64_t w : widths)
+        for (int t : thread_counts) {
+          const std::string name = std::string("onednn:") + onorm::core::ops::name(op) + "/" +
+                                   (dt == ONORM_F32 ? "f32" : "bf16") + "/" + std::to_string(w) +
+                                   "/threads:" + std::to_string(t);
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+            bench_case(s, op, V2::kNone, dt, w, t, true);
+          })->UseManualTime()->Unit(benchmark::kMillisecond);
+        }
+#endif
   for (V2 c : {V2::kLayerNormBackward, V2::kRmsNormBackward, V2::kRmsNormFp8, V2::kRmsNormI8, V2::kLayerNormFp8,
                V2::kLayerNormI8})
     for (onorm_dtype dt : {ONORM_F32, ONORM_BF16})
