@@ -191,12 +191,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=1e9, help="stop starting new cases after this long")
     args = ap.parse_args()
     import torch
-    import torch._dynamo
     import triton.testing
-    for knob in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
-                 "accumulated_cache_size_limit"):
-        if hasattr(torch._dynamo.config, knob):
-            setattr(torch._dynamo.config, knob, 100000)
+    torch_gpu.allow_recompiles()
     import onlinenorm
     peers = import_peers()
     for name in ("liger", "quack"):

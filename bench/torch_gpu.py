@@ -21,6 +21,16 @@ OPTION_OPS = ["add_rms_norm", "rms_norm_fp8"]
 TARGET = 256 << 20  # bytes moved per call
 
 
+def allow_recompiles():
+    """Every shape is its own static compile (dynamic=False); Dynamo's default limit of 8
+    recompiles per code object would silently fall back to eager after the 8th width."""
+    import torch._dynamo
+    for knob in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+                 "accumulated_cache_size_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 100000)
+
+
 def moved_bytes(op, x_bytes, elements):
     if op == "add_rms_norm":
         return 4 * x_bytes
@@ -122,13 +132,7 @@ def main():
     import torch
     import triton.testing
     torch.backends.cuda.matmul.allow_tf32 = False
-    # Every shape is its own static compile (dynamic=False); Dynamo's default limit of 8
-    # recompiles per code object would silently fall back to eager after the 8th width.
-    import torch._dynamo
-    for knob in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
-                 "accumulated_cache_size_limit"):
-        if hasattr(torch._dynamo.config, knob):
-            setattr(torch._dynamo.config, knob, 100000)
+    allow_recompiles()
     dev = torch.cuda.get_device_name(0)
     ops = args.ops.split(",") if args.ops else OPS
     widths = [int(w) for w in args.widths.split(",")] if args.widths else WIDTHS

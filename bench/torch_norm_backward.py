@@ -31,11 +31,7 @@ def main():
     import torch
     import torch.nn.functional as F
     import triton.testing
-    import torch._dynamo
-    for knob in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
-                 "accumulated_cache_size_limit"):
-        if hasattr(torch._dynamo.config, knob):
-            setattr(torch._dynamo.config, knob, 100000)
+    torch_gpu.allow_recompiles()
     dev = torch.cuda.get_device_name(0)
     keys = ["device", "op", "dtype", "cols", "rows", "copy_tbps", "eager_ms", "eager_tbps", "compile_ms", "compile_tbps"]
     out_f = open(args.csv, "w", newline="") if args.csv else None
