@@ -49,6 +49,46 @@ HWY_INLINE unsigned RowCols(const onorm_request& q, int64_t at, const In** col) 
 template <class Op>
 constexpr int kColSlots = Op::kCols > 0 ? Op::kCols : 1;
 
+// kRowGroup rows of one chunk from r: every row's state, then every row's coefficients, then
+// every row's write. Each row's operations are RunRowsT's, in its order (the same bits); only
+// the rows interleave, so that one row's scalar chain (the reductions' last steps, the
+// coefficients) overlaps the next row's instead of waiting. kept: kRowGroup rows of scratch
+// for the kept lift, or nullptr.
+template <class Op, typename In, typename Out>
+HWY_INLINE void RowGroup(const onorm_request& q, int64_t r, unsigned opts, float* kept) {
+  const bool pf = (opts & kOptPrefetch) != 0;
+  const DF d;
+  const int64_t cols = q.in[0].cols;
+  const size_t n = static_cast<size_t>(cols);
+  const In* x[Op::kInputs];
+  const In* col[kColSlots<Op>];
+  typename Op::Merged states[kRowGroup];
+  for (int64_t g = 0; g < kRowGroup; ++g) {
+    RowInputs<Op>(q, r + g, 0, x);
+    states[g] = ChunkStateOf<Op>(d, x, n, kept ? kept + g * cols : nullptr, pf);
+  }
+  FloatCoefs<Op> c[kRowGroup];
+  for (int64_t g = 0; g < kRowGroup; ++g) {
+    core::PairwiseFold<typename Op::Merged> fold;
+    fold.push(states[g]);
+    c[g] = row_coefs<Op>(q, fold.result(), r + g);
+  }
+  const unsigned mask = RowCols<Op>(q, 0, col);
+  for (int64_t g = 0; g < kRowGroup; ++g) {
+    RowInputs<Op>(q, r + g, 0, x);
+    Out* y = static_cast<Out*>(q.out[0].data) + (r + g) * q.out[0].row_stride;
+    if constexpr (Op::kKeepsLift) {
+      if (kept) {
+        const WriteSources<In> src{nullptr, kept + g * cols, col};
+        WriteRangeCols<Op, true>(mask, d, Op::chunk_coefs(c[g], states[g]), src, y, n, opts, x[0]);
+        continue;
+      }
+    }
+    const WriteSources<In> src{x, nullptr, col};
+    WriteRangeCols<Op, false>(mask, d, c[g], src, y, n, opts, x[0]);
+  }
+}
+
 // The write pass takes its pointers after row_coefs: values live across that call would sit
 // in the few callee-saved registers or be spilled and loaded again in the write loop.
 template <class Op, typename In, typename Out>
@@ -59,7 +99,15 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
   const In* x[Op::kInputs];
   const In* col[kColSlots<Op>];
-  for (int64_t r = r0; r < r1; ++r) {
+  int64_t r = r0;
+  // 16-bit rows only: there the conversions lengthen each row's chain and groups run 1.2-1.4x
+  // faster at 128 columns (bench/RESULTS.md); f32 rows of 128 columns, near memory speed
+  // already, ran about 8% slower in groups.
+  if (row_groups(q)) {
+    float* kept = kept_scratch_cols<Op>(q, opts) > 0 ? scratch : nullptr;
+    for (; r + kRowGroup <= r1; r += kRowGroup) RowGroup<Op, In, Out>(q, r, opts, kept);
+  }
+  for (; r < r1; ++r) {
     core::PairwiseFold<typename Op::Merged> fold;
     if constexpr (Op::kKeepsLift) {
       if (kept_scratch_cols<Op>(q, opts) > 0) {
