@@ -55,12 +55,13 @@ struct Io<Bf16Cvt> {
   static HWY_INLINE VF Load(DF d, const Bf16Cvt* p) { return Soft::Load(d, reinterpret_cast<const core::bf16_bits*>(p)); }
   // Intel SDM: VCVTNEPS2BF16 ignores MXCSR, rounds to nearest even, keeps infinities, makes a
   // NaN quiet keeping its high payload bits (as Soft::Round does) and flushes denormal inputs
-  // to zero (Soft::Round rounds them): a vector holding one takes Soft::Round.
+  // to zero (Soft::Round rounds them): a vector holding one takes Soft::Round. The common
+  // case costs one test (exponent 0: zeros or denormals), the mantissa test only follows it.
   // Not HWY_INLINE: GCC inlines it only into code compiled for AVX512_BF16 (WithBf16Cvt).
   static ONORM_BF16_CVT_ATTR inline hn::Vec<D16> Round(DF d, VF v) {
     const __m512i u = _mm512_castps_si512(v.raw);
     const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
-    if (HWY_UNLIKELY(_mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff)) != 0))
+    if (HWY_UNLIKELY(exp0 != 0) && _mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff)) != 0)
       return Soft::Round(d, v);
     return hn::Vec<D16>{(__m256i)_mm512_cvtneps_pbh(v.raw)};
   }
