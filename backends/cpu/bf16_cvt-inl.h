@@ -1,7 +1,7 @@
 // bf16 stores in one instruction where the CPU has AVX512_BF16 (VCVTNEPS2BF16, round to nearest
 // even), bit for bit the software Io<core::bf16_bits>::Round, so that results never depend on
 // the CPU. Highway 1.0.3's AVX3 targets do not imply AVX512_BF16: it is detected at run time
-// and the kernels that use it are compiled for it (WithBf16Cvt), chosen once per call
+// and the kernels that use it are compiled for it (WithBf16Cvt), chosen at the kernel's entry
 // (WithStoreType), never per vector. Per target (Highway's -inl.h pattern).
 
 // Per-target include guard (see hwy/examples/skeleton-inl.h).
