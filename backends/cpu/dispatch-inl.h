@@ -10,6 +10,7 @@
 #define ONORM_CPU_DISPATCH_INL_H_
 #endif
 
+#include "bf16_cvt-inl.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "quantize_simd-inl.h"
@@ -52,7 +53,9 @@ void RunRows(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, floa
   core::ops::visit(q.op, [&](auto op) {
     WithSimdType(q.in[0].dtype, [&](auto in) {
       WithSimdType(q.out[0].dtype, [&](auto out) {
-        RunRowsT<decltype(op), typename decltype(in)::type, typename decltype(out)::type>(q, r0, r1, opts, scratch);
+        WithStoreType<typename decltype(out)::type>([&](auto store) {
+          RunRowsT<decltype(op), typename decltype(in)::type, typename decltype(store)::type>(q, r0, r1, opts, scratch);
+        });
       });
     });
   });
@@ -82,7 +85,9 @@ void WriteChunkOp(const onorm_request& q, int64_t r, int64_t k, const FloatCoefs
                   const typename Op::Merged& chunk, unsigned opts) {
   WithSimdType(q.in[0].dtype, [&](auto in) {
     WithSimdType(q.out[0].dtype, [&](auto out) {
-      WriteChunkT<Op, typename decltype(in)::type, typename decltype(out)::type>(q, r, k, row, chunk, opts);
+      WithStoreType<typename decltype(out)::type>([&](auto store) {
+        WriteChunkT<Op, typename decltype(in)::type, typename decltype(store)::type>(q, r, k, row, chunk, opts);
+      });
     });
   });
   if (opts & kOptStream) hwy::FlushStream();

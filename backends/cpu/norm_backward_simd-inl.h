@@ -281,16 +281,18 @@ void BackwardRows(const onorm_request& q, const BackwardCall& cols, int64_t r0, 
                   double* group) {
   core::ops::visit_column_op(q.op, [&](auto op) {
     using Op = decltype(op);
-    WithSimdType(q.in[0].dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const bool residual = q.inputs > 2;
-      if (group) {
-        if (residual) BackwardRowsOf<Op, T, true, true>(q, cols, r0, r1, block, group);
-        else BackwardRowsOf<Op, T, true, false>(q, cols, r0, r1, block, group);
-      } else {
-        if (residual) BackwardRowsOf<Op, T, false, true>(q, cols, r0, r1, block, group);
-        else BackwardRowsOf<Op, T, false, false>(q, cols, r0, r1, block, group);
-      }
+    WithSimdType(q.in[0].dtype, [&](auto dtype) {
+      WithStoreType<typename decltype(dtype)::type>([&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const bool residual = q.inputs > 2;
+        if (group) {
+          if (residual) BackwardRowsOf<Op, T, true, true>(q, cols, r0, r1, block, group);
+          else BackwardRowsOf<Op, T, true, false>(q, cols, r0, r1, block, group);
+        } else {
+          if (residual) BackwardRowsOf<Op, T, false, true>(q, cols, r0, r1, block, group);
+          else BackwardRowsOf<Op, T, false, false>(q, cols, r0, r1, block, group);
+        }
+      });
     });
   });
   if (cols.stream) hwy::FlushStream();

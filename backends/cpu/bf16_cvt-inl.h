@@ -1,0 +1,99 @@
+// bf16 stores in one instruction where the CPU has AVX512_BF16 (VCVTNEPS2BF16, round to nearest
+// even), bit for bit the software Io<core::bf16_bits>::Round, so that results never depend on
+// the CPU. Highway 1.0.3's AVX3 targets do not imply AVX512_BF16: it is detected at run time
+// and the kernels that use it are compiled for it (WithBf16Cvt), chosen at the kernel's entry
+// (WithStoreType), never per vector. Per target (Highway's -inl.h pattern).
+
+// Per-target include guard (see hwy/examples/skeleton-inl.h).
+#if defined(ONORM_CPU_BF16_CVT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ONORM_CPU_BF16_CVT_INL_H_
+#undef ONORM_CPU_BF16_CVT_INL_H_
+#else
+#define ONORM_CPU_BF16_CVT_INL_H_
+#endif
+
+#include <type_traits>
+
+#include "hwy/highway.h"
+#include "scalar_rows.hpp"
+#include "simd_io-inl.h"
+
+// GCC only (the compiler this is built and tested with): the function-level target below adds
+// to Highway's target pragma there.
+#undef ONORM_SIMD_BF16_CVT
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && HWY_COMPILER_GCC_ACTUAL >= 1000 && \
+    !HWY_COMPILER_CLANG
+#define ONORM_SIMD_BF16_CVT 1
+#else
+#define ONORM_SIMD_BF16_CVT 0
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace onorm {
+namespace cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if ONORM_SIMD_BF16_CVT
+
+#define ONORM_BF16_CVT_ATTR __attribute__((target("avx512bf16")))
+
+inline bool HasBf16Cvt() {
+  static const bool has = __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
+// bf16 storage (core::bf16_bits' layout) whose stores round with VCVTNEPS2BF16.
+struct Bf16Cvt {
+  uint16_t bits;
+};
+
+template <>
+struct Io<Bf16Cvt> {
+  using Soft = Io<core::bf16_bits>;
+  using D16 = Soft::D16;
+  static HWY_INLINE VF Load(DF d, const Bf16Cvt* p) { return Soft::Load(d, reinterpret_cast<const core::bf16_bits*>(p)); }
+  // Intel SDM: VCVTNEPS2BF16 ignores MXCSR, rounds to nearest even, keeps infinities, makes a
+  // NaN quiet keeping its high payload bits (as Soft::Round does) and flushes denormal inputs
+  // to zero (Soft::Round rounds them): a vector holding one takes Soft::Round. The common
+  // case costs one test (exponent 0: zeros or denormals), the mantissa test only follows it.
+  // Not HWY_INLINE: GCC inlines it only into code compiled for AVX512_BF16 (WithBf16Cvt).
+  static ONORM_BF16_CVT_ATTR inline hn::Vec<D16> Round(DF d, VF v) {
+    const __m512i u = _mm512_castps_si512(v.raw);
+    const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    if (HWY_UNLIKELY(exp0 != 0) && _mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff)) != 0)
+      return Soft::Round(d, v);
+    return hn::Vec<D16>{(__m256i)_mm512_cvtneps_pbh(v.raw)};
+  }
+  static HWY_INLINE void Store(DF d, VF v, Bf16Cvt* p) { hn::StoreU(Round(d, v), D16(), reinterpret_cast<uint16_t*>(p)); }
+  static HWY_INLINE void Stream(DF d, VF v, Bf16Cvt* p) {
+    StreamWhole(D16(), Round(d, v), reinterpret_cast<uint16_t*>(p));
+  }
+};
+
+// f() compiled for AVX512_BF16: flatten inlines all of f's kernel here, Io<Bf16Cvt>::Round too.
+template <class F>
+ONORM_BF16_CVT_ATTR HWY_FLATTEN void WithBf16Cvt(const F& f) {
+  f();
+}
+
+#undef ONORM_BF16_CVT_ATTR
+#endif  // ONORM_SIMD_BF16_CVT
+
+// f(TypeTag<Out>{}); for bf16 on a CPU with AVX512_BF16, f(TypeTag<Bf16Cvt>{}) instead.
+template <typename Out, class F>
+HWY_INLINE void WithStoreType(const F& f) {
+#if ONORM_SIMD_BF16_CVT
+  if constexpr (std::is_same<Out, core::bf16_bits>::value) {
+    if (HasBf16Cvt()) return WithBf16Cvt([&] { f(TypeTag<Bf16Cvt>{}); });
+  }
+#endif
+  f(TypeTag<Out>{});
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cpu
+}  // namespace onorm
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
