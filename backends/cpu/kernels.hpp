@@ -28,7 +28,9 @@ constexpr int64_t kMaxScratchChunks = kScratchCols / kChunk;
 
 // Rows of a 16-bit type up to kRowGroupCols columns run kRowGroup at a time (row_drivers-inl.h,
 // RowGroup): a short row's scalar work is a chain of dependent steps, and the chains of a group
-// overlap. Longer rows gain nothing (1024 columns) or lose L1 (4096: 0.74-0.93x).
+// overlap. Only 16-bit rows, whose conversions lengthen that chain (f32 rows of that length run
+// near memory speed already), and only short ones (longer rows' groups outgrow L1); measured in
+// bench/RESULTS.md.
 constexpr int64_t kRowGroup = 4;
 constexpr int64_t kRowGroupCols = 512;
 inline bool row_groups(const onorm_request& q) {

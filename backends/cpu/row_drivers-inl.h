@@ -100,9 +100,6 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
   const In* x[Op::kInputs];
   const In* col[kColSlots<Op>];
   int64_t r = r0;
-  // 16-bit rows only: there the conversions lengthen each row's chain and groups run 1.2-1.4x
-  // faster at 128 columns (bench/RESULTS.md); f32 rows of 128 columns, near memory speed
-  // already, ran about 8% slower in groups.
   if (row_groups(q)) {
     float* kept = kept_scratch_cols<Op>(q, opts) > 0 ? scratch : nullptr;
     for (; r + kRowGroup <= r1; r += kRowGroup) RowGroup<Op, In, Out>(q, r, opts, kept);
