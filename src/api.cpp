@@ -333,6 +333,117 @@ onorm_status onorm_rms_norm_backward(onorm_context ctx, const onorm_rows* x, con
   return onorm_norm_backward(ctx, x, dy, &a, dx);
 }
 
+void onorm_cross_entropy_args_init(onorm_cross_entropy_args* args) {
+  if (!args) return;
+  *args = onorm_cross_entropy_args{};
+  args->struct_size = sizeof(onorm_cross_entropy_args);
+  args->ignore_index = -100;
+  args->grad_scale = 1.0;
+}
+
+onorm_status onorm_cross_entropy(onorm_context ctx, const onorm_rows* logits, const onorm_cross_entropy_args* args) {
+  return guarded("onorm_cross_entropy", [&]() -> onorm_status {
+    if (!args) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_cross_entropy: args is NULL");
+    if (args->struct_size < sizeof(onorm_cross_entropy_args))
+      return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                  "onorm_cross_entropy: args->struct_size is " + std::to_string(args->struct_size) +
+                      ", smaller than sizeof(onorm_cross_entropy_args) = " +
+                      std::to_string(sizeof(onorm_cross_entropy_args)) + " (call onorm_cross_entropy_args_init)");
+    onorm_request q = request_of(ONORM_OP_CROSS_ENTROPY);
+    q.targets = args->targets;
+    q.ignore_index = args->ignore_index;
+    q.param[0] = args->label_smoothing;
+    q.param[1] = args->z_loss;
+    q.param[2] = args->grad_scale;
+    q.row_out[0] = args->loss;
+    q.row_out[1] = args->lse;
+    const onorm_rows* given[] = {logits, args->dlogits};
+    return run_request(ctx, q, given, 1, args->dlogits ? 1 : 0);
+  });
+}
+
+onorm_status onorm_softmax_topk(onorm_context ctx, const onorm_rows* x, int64_t k, int renormalize,
+                                const onorm_rows* values, int64_t* indices) {
+  onorm_request q = request_of(ONORM_OP_SOFTMAX_TOPK);
+  q.k = k;
+  q.renormalize = renormalize != 0;
+  q.indices = indices;
+  const onorm_rows* given[] = {x, values};
+  return run_request(ctx, q, given, 1, 1);
+}
+
+namespace {
+// Partial row states: the statistics of op's rows into states, their merge, and the finish.
+onorm_status stats_of(onorm_context ctx, onorm_op op, const onorm_rows* x, void* states) {
+  onorm_request q = request_of(op);
+  q.stage = ONORM_STAGE_STATS;
+  q.state_out = states;
+  const onorm_rows* given[] = {x};
+  return run_request(ctx, q, given, 1, 0);
+}
+onorm_status merge_of(onorm_context ctx, onorm_op op, int64_t parts, int64_t rows, const void* in, void* out) {
+  onorm_request q = request_of(op);
+  q.stage = ONORM_STAGE_MERGE;
+  q.state_parts = parts;
+  q.state_rows = rows;
+  q.state_in = in;
+  q.state_out = out;
+  return run_request(ctx, q, nullptr, 0, 0);
+}
+}  // namespace
+
+onorm_status onorm_softmax_stats(onorm_context ctx, const onorm_rows* x, onorm_softmax_state* states) {
+  return stats_of(ctx, ONORM_OP_SOFTMAX, x, states);
+}
+onorm_status onorm_moments_stats(onorm_context ctx, const onorm_rows* x, onorm_moments_state* states) {
+  return stats_of(ctx, ONORM_OP_LAYER_NORM, x, states);
+}
+onorm_status onorm_softmax_merge(onorm_context ctx, int64_t parts, int64_t rows, const onorm_softmax_state* in,
+                                 onorm_softmax_state* out) {
+  return merge_of(ctx, ONORM_OP_SOFTMAX, parts, rows, in, out);
+}
+onorm_status onorm_moments_merge(onorm_context ctx, int64_t parts, int64_t rows, const onorm_moments_state* in,
+                                 onorm_moments_state* out) {
+  return merge_of(ctx, ONORM_OP_LAYER_NORM, parts, rows, in, out);
+}
+
+onorm_status onorm_softmax_finish(onorm_context ctx, const onorm_rows* x, const onorm_softmax_state* states, int log,
+                                  const onorm_rows* y) {
+  onorm_request q = request_of(log ? ONORM_OP_LOG_SOFTMAX : ONORM_OP_SOFTMAX);
+  q.stage = ONORM_STAGE_FINISH;
+  q.state_in = states;
+  const onorm_rows* given[] = {x, y};
+  return run_plain(ctx, q, given);
+}
+
+onorm_status onorm_norm_finish(onorm_context ctx, const onorm_rows* x, const onorm_moments_state* states,
+                               const onorm_norm_args* args, const onorm_rows* y) {
+  return guarded("onorm_norm_finish", [&]() -> onorm_status {
+    auto bad = [](const std::string& what) { return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_norm_finish: " + what); };
+    if (!args) return bad("args is NULL");
+    bool layer = false;
+    if (onorm_status s = check_args_head("onorm_norm_finish", "onorm_norm_args", args->struct_size,
+                                         sizeof(onorm_norm_args), args->kind, layer))
+      return s;
+    if (!layer && (args->beta || args->mean)) return bad("RMSNorm takes no beta and no mean");
+    if (args->residual || args->residual_out) return bad("a finish takes no residual (add it before the stats call)");
+    onorm_request q = request_of(layer ? ONORM_OP_LAYER_NORM : ONORM_OP_RMS_NORM);
+    q.stage = ONORM_STAGE_FINISH;
+    q.state_in = states;
+    q.col[0] = args->gamma;
+    q.col[1] = layer ? args->beta : nullptr;
+    q.col_dtype = args->param_dtype;
+    q.col_offset[0] = args->weight_offset;
+    q.row_out[0] = layer ? args->mean : args->rstd;
+    q.row_out[1] = layer ? args->rstd : nullptr;
+    q.param[0] = args->eps;
+    q.y_scale = args->y_scale;
+    q.y_static_scale = args->y_static_scale;
+    const onorm_rows* given[] = {x, y};
+    return run_request(ctx, q, given, 1, 1);
+  });
+}
+
 onorm_status onorm_malloc(onorm_context ctx, size_t bytes, void** out) {
   if (!ctx || !out) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_malloc: context or out is NULL");
   *out = nullptr;

@@ -20,9 +20,13 @@ extern "C" {
 #define ONORM_REQUEST_OUTPUTS 2
 #define ONORM_REQUEST_COLS 2
 #define ONORM_REQUEST_ROW_OUTS 2
-#define ONORM_REQUEST_PARAMS 1
+#define ONORM_REQUEST_PARAMS 3
 #define ONORM_REQUEST_ROW_INS 2
 #define ONORM_REQUEST_COL_OUTS 2
+
+typedef enum onorm_stage {
+  ONORM_STAGE_WHOLE = 0, ONORM_STAGE_STATS = 1, ONORM_STAGE_MERGE = 2, ONORM_STAGE_FINISH = 3
+} onorm_stage;
 
 typedef struct onorm_request {
   onorm_op op;
@@ -45,10 +49,26 @@ typedef struct onorm_request {
   const float* row_in[ONORM_REQUEST_ROW_INS]; /* rows floats read (the norms' backward: mean, rstd) */
   float* col_out[ONORM_REQUEST_COL_OUTS];     /* cols floats written, sums over every row, or NULL
                                                  (dgamma, dbeta) */
+  /* Partial row states (API.md): a row op's statistics only (STATS: no outputs; one state per row
+     into state_out, the identity for cols == 0), its finish from given states (FINISH: state_in),
+     or the merge of state_parts x state_rows states (MERGE: no row tensors; state_in into
+     state_out, which may be state_in exactly). States are onorm_softmax_state (softmax,
+     log-softmax) or onorm_moments_state (LayerNorm, RMSNorm). */
+  onorm_stage stage;
+  void* state_out;
+  const void* state_in;
+  int64_t state_parts, state_rows;
+  /* Cross-entropy: rows targets (ignore_index: a zero row); softmax top-k: k and renormalize,
+     rows * k indices written. */
+  const int64_t* targets;
+  int64_t ignore_index;
+  int64_t k;
+  int renormalize;
+  int64_t* indices;
 } onorm_request;
 
 /* Bumped whenever this struct or onorm_request changes; a module of another version is refused. */
-#define ONORM_BACKEND_MODULE_ABI 4
+#define ONORM_BACKEND_MODULE_ABI 5
 #define ONORM_BACKEND_MODULE_ENTRY "onorm_backend_module_entry"
 
 typedef struct onorm_backend_module {

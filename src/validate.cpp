@@ -136,17 +136,189 @@ std::string number_text(double v) {
 }
 }  // namespace
 
+namespace {
+
+// A scalar parameter against its rule; what the message calls it.
+onorm_status check_param(const std::string& op, const char* name, core::ops::ParamRule rule, double v) {
+  using core::ops::ParamRule;
+  const char* need = nullptr;
+  switch (rule) {
+    case ParamRule::kNonNegative:
+      if (std::isnan(v) || v < 0) need = ">= 0 and not NaN";
+      break;
+    case ParamRule::kUnit:
+      if (!(v >= 0.0 && v <= 1.0)) need = "in [0, 1]";
+      break;
+    case ParamRule::kFinite:
+      if (!std::isfinite(v)) need = "finite";
+      break;
+    case ParamRule::kFiniteNonNegative:
+      if (!(std::isfinite(v) && v >= 0.0)) need = ">= 0 and finite";
+      break;
+  }
+  if (!need) return ONORM_OK;
+  return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + name + " must be " + need + ", got " + number_text(v));
+}
+
+// Float dtypes only: the quantized ones are valid values no row tensor of these ops takes.
+onorm_status check_float_rows(const std::string& op, const onorm_rows& r, const char* name) {
+  if (onorm_status s = check_rows(r, name)) return s;
+  if (is_quantized(r.dtype))
+    return fail(ONORM_ERROR_UNSUPPORTED, op + ": " + name + ": " + dtype_name(r.dtype) + " is only a quantized norm output");
+  return ONORM_OK;
+}
+
+// Blocks of memory a call reads or writes besides its row tensors: no written block may meet
+// anything else, no read block may meet a written row tensor.
+struct Block {
+  const void* p;
+  int64_t count;
+  size_t size;
+  const char* name;
+  bool output;
+};
+
+onorm_status check_blocks(const std::string& op, const onorm_rows* ins, const char* const* in_names, int n_in,
+                          const onorm_rows* outs, const char* const* out_names, int n_out, const Block* blocks,
+                          int n_blocks) {
+  for (int b = 0; b < n_blocks; ++b) {
+    const Block& o = blocks[b];
+    if (!o.p || o.count == 0) continue;
+    const Region r = block_of(o.p, o.count, o.size);
+    for (int i = 0; i < n_out; ++i)
+      if (overlaps(region_of(outs[i]), r))
+        return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + out_names[i] + " overlaps " + o.name);
+    if (!o.output) continue;
+    for (int i = 0; i < n_in; ++i)
+      if (overlaps(region_of(ins[i]), r))
+        return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + o.name + " overlaps " + in_names[i]);
+    for (int c = 0; c < n_blocks; ++c) {
+      if (c == b || !blocks[c].p || blocks[c].count == 0) continue;
+      if (overlaps(r, block_of(blocks[c].p, blocks[c].count, blocks[c].size)))
+        return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + o.name + " overlaps " + blocks[c].name);
+    }
+  }
+  return ONORM_OK;
+}
+
+onorm_status validate_cross_entropy(const onorm_request& q, bool& empty) {
+  const std::string op = "cross_entropy";
+  const core::ops::Signature& sig = core::ops::CrossEntropy::kSignature;
+  if (q.inputs != 1 || q.outputs > 1) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": wrong number of row tensors");
+  const onorm_rows& x = q.in[0];
+  if (onorm_status s = check_float_rows(op, x, "logits")) return s;
+  if (q.outputs == 1) {
+    if (onorm_status s = check_float_rows(op, q.out[0], "dlogits")) return s;
+    if (q.out[0].rows != x.rows || q.out[0].cols != x.cols)
+      return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": logits is " + shape_of(x) + " but dlogits is " + shape_of(q.out[0]));
+  }
+  for (int i = 0; i < sig.params; ++i)
+    if (onorm_status s = check_param(op, sig.param[i], sig.param_rule[i], q.param[i])) return s;
+  if (x.rows > 0 && !q.targets) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": targets is NULL");
+  if (x.rows > 0 && !q.row_out[0]) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": loss is NULL");
+  if (x.rows == 0 || x.cols == 0) {
+    empty = true;
+    return ONORM_OK;
+  }
+  if (q.outputs == 1) {
+    const onorm_rows& y = q.out[0];
+    const bool same_layout = y.data == x.data && y.row_stride == x.row_stride && dtype_size(y.dtype) == dtype_size(x.dtype);
+    if (!same_layout && overlaps(region_of(x), region_of(y)))
+      return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                  op + ": dlogits overlaps logits (only in place, with the same data, stride and dtype size, is allowed)");
+  }
+  const Block blocks[] = {{q.targets, x.rows, sizeof(int64_t), "targets", false},
+                          {q.row_out[0], x.rows, sizeof(float), "loss", true},
+                          {q.row_out[1], x.rows, sizeof(float), "lse", true}};
+  const char* in_names[] = {"logits"};
+  const char* out_names[] = {"dlogits"};
+  return check_blocks(op, &x, in_names, 1, q.out, out_names, q.outputs, blocks, 3);
+}
+
+onorm_status validate_softmax_topk(const onorm_request& q, bool& empty) {
+  const std::string op = "softmax_topk";
+  if (q.inputs != 1 || q.outputs != 1) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": wrong number of row tensors");
+  const onorm_rows& x = q.in[0];
+  const onorm_rows& v = q.out[0];
+  if (onorm_status s = check_float_rows(op, x, "x")) return s;
+  if (onorm_status s = check_float_rows(op, v, "values")) return s;
+  if (q.k < 1 || q.k > x.cols)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT,
+                op + ": k must be in [1, cols = " + std::to_string(x.cols) + "], got " + std::to_string(q.k));
+  if (v.rows != x.rows || v.cols != q.k)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": values must be rows x k = " + std::to_string(x.rows) + " x " +
+                                                  std::to_string(q.k) + ", got " + shape_of(v));
+  if (x.rows > 0 && !q.indices) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": indices is NULL");
+  if (x.rows > 0 && static_cast<i128>(x.rows) * q.k * 8 > INT64_MAX)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": rows * k indices overflow int64 bytes");
+  if (x.rows == 0) {
+    empty = true;
+    return ONORM_OK;
+  }
+  if (overlaps(region_of(x), region_of(v))) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": values overlaps x");
+  const Block blocks[] = {{q.indices, x.rows * q.k, sizeof(int64_t), "indices", true}};
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"values"};
+  return check_blocks(op, &x, in_names, 1, &v, out_names, 1, blocks, 1);
+}
+
+// The size of one state of a row op's partial states (0: the op has none).
+size_t state_size(onorm_op op) {
+  switch (op) {
+    case ONORM_OP_SOFTMAX:
+    case ONORM_OP_LOG_SOFTMAX: return sizeof(onorm_softmax_state);
+    case ONORM_OP_LAYER_NORM:
+    case ONORM_OP_RMS_NORM: return sizeof(onorm_moments_state);
+    default: return 0;
+  }
+}
+
+onorm_status validate_merge(const onorm_request& q, bool& empty) {
+  const std::string op = std::string(op_name(q.op)) + " merge";
+  if (q.inputs != 0 || q.outputs != 0) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": takes no row tensors");
+  if (q.state_parts < 0 || q.state_rows < 0)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": parts and rows must be >= 0, got " +
+                                                  std::to_string(q.state_parts) + " and " + std::to_string(q.state_rows));
+  const size_t size = state_size(q.op);
+  if (static_cast<i128>(q.state_parts) * q.state_rows * static_cast<i128>(size) > INT64_MAX)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": parts * rows states overflow int64 bytes");
+  if (q.state_rows == 0) {
+    empty = true;
+    return ONORM_OK;
+  }
+  if (!q.state_out) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": out is NULL");
+  if (q.state_parts > 0 && !q.state_in) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": in is NULL");
+  if (q.state_parts > 0 && q.state_out != q.state_in &&
+      overlaps(block_of(q.state_in, q.state_parts * q.state_rows, size), block_of(q.state_out, q.state_rows, size)))
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": out overlaps in (only out == in is allowed)");
+  return ONORM_OK;
+}
+
+}  // namespace
+
 onorm_status validate_request(const onorm_request& q, bool& empty) {
   empty = false;
   if (!core::ops::valid_op(q.op))
     return fail(ONORM_ERROR_INVALID_ARGUMENT, "op " + std::to_string(static_cast<int>(q.op)) + " is not an onorm_op");
+  if (q.op == ONORM_OP_CROSS_ENTROPY) return validate_cross_entropy(q, empty);
+  if (q.op == ONORM_OP_SOFTMAX_TOPK) return validate_softmax_topk(q, empty);
+  if (q.stage != ONORM_STAGE_WHOLE && state_size(q.op) == 0)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(op_name(q.op)) + ": has no partial row states");
+  if (q.stage == ONORM_STAGE_MERGE) return validate_merge(q, empty);
+  if (q.stage != ONORM_STAGE_WHOLE && q.stage != ONORM_STAGE_STATS && q.stage != ONORM_STAGE_FINISH)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, "stage " + std::to_string(static_cast<int>(q.stage)) + " is not an onorm_stage");
   const core::ops::Signature& sig = core::ops::signature(q.op);
   const std::string op(op_name(q.op));
-  // Slots filled: the op's own, and the residual's optional ones (residual_out needs residual).
-  const int optional_in = sig.residual || sig.added_input ? 1 : 0, optional_out = sig.residual ? 1 : 0;
-  if (q.inputs < sig.inputs || q.inputs > sig.inputs + optional_in || q.outputs < sig.outputs ||
-      q.outputs > sig.outputs + optional_out)
+  const bool stats = q.stage == ONORM_STAGE_STATS, whole = q.stage == ONORM_STAGE_WHOLE;
+  // Slots filled: the op's own, and the residual's optional ones (residual_out needs residual);
+  // a stats call writes states, no row tensor; a finish takes no residual.
+  const int optional_in = whole && (sig.residual || sig.added_input) ? 1 : 0, optional_out = whole && sig.residual ? 1 : 0;
+  const int own_outputs = stats ? 0 : sig.outputs;
+  if (q.inputs < sig.inputs || q.inputs > sig.inputs + optional_in || q.outputs < own_outputs ||
+      q.outputs > own_outputs + optional_out)
     return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": wrong number of row tensors");
+  if (stats && !q.state_out) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + " stats: states is NULL");
+  if (q.stage == ONORM_STAGE_FINISH && !q.state_in) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + " finish: states is NULL");
   for (int i = 0; i < sig.row_ins; ++i)
     if (!q.row_in[i]) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + sig.row_in[i] + " is NULL");
   if (q.outputs > sig.outputs && q.inputs == sig.inputs)
@@ -166,12 +338,8 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
     if (onorm_status s = same_shape(q.in[i], sig.input[i])) return s;
   for (int i = 0; i < q.outputs; ++i)
     if (onorm_status s = same_shape(q.out[i], sig.output[i])) return s;
-  for (int i = 0; i < sig.params; ++i) {
-    const double v = q.param[i];
-    if (sig.param_rule[i] == core::ops::ParamRule::kNonNegative && (std::isnan(v) || v < 0))
-      return fail(ONORM_ERROR_INVALID_ARGUMENT,
-                  op + ": " + sig.param[i] + " must be >= 0 and not NaN, got " + number_text(v));
-  }
+  for (int i = 0; i < sig.params; ++i)
+    if (onorm_status s = check_param(op, sig.param[i], sig.param_rule[i], q.param[i])) return s;
   bool any_col = false;
   for (int i = 0; i < sig.cols; ++i) {
     any_col = any_col || q.col[i];
@@ -207,7 +375,10 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
   }
   if (any_col && is_quantized(q.col_dtype))
     return fail(ONORM_ERROR_UNSUPPORTED, op + ": param_dtype " + dtype_name(q.col_dtype) + " is not taken");
-  if (x.rows == 0 || x.cols == 0) {
+  if (q.stage == ONORM_STAGE_FINISH && q.y_scale)
+    return fail(ONORM_ERROR_UNSUPPORTED, op + " finish: dynamic quantization (y_scale) needs the whole row's values");
+  // A stats call on rows of no columns writes the identity state of each row.
+  if (x.rows == 0 || (x.cols == 0 && !stats)) {
     empty = true;
     return ONORM_OK;
   }
@@ -234,7 +405,7 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
   }
   // Column vectors (read) and per-row outputs (written): blocks that no output may meet.
   struct Named { const void* p; int64_t count; size_t size; const char* name; bool output; };
-  Named blocks[ONORM_REQUEST_COLS + ONORM_REQUEST_ROW_OUTS + 1 + ONORM_REQUEST_ROW_INS + ONORM_REQUEST_COL_OUTS];
+  Named blocks[ONORM_REQUEST_COLS + ONORM_REQUEST_ROW_OUTS + 3 + ONORM_REQUEST_ROW_INS + ONORM_REQUEST_COL_OUTS];
   int nblocks = 0;
   for (int i = 0; i < sig.cols; ++i)
     if (q.col[i]) blocks[nblocks++] = Named{q.col[i], x.cols, dtype_size(q.col_dtype), sig.col[i], false};
@@ -245,6 +416,8 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
   for (int i = 0; i < sig.col_outs; ++i)
     if (q.col_out[i]) blocks[nblocks++] = Named{q.col_out[i], x.cols, sizeof(float), sig.col_out[i], true};
   if (q.y_scale) blocks[nblocks++] = Named{q.y_scale, x.rows, sizeof(float), "y_scale", true};
+  if (q.state_out) blocks[nblocks++] = Named{q.state_out, x.rows, state_size(q.op), "states", true};
+  if (q.state_in) blocks[nblocks++] = Named{q.state_in, x.rows, state_size(q.op), "states", false};
   for (int b = 0; b < nblocks; ++b) {
     const Named& o = blocks[b];
     const Region r = block_of(o.p, o.count, o.size);

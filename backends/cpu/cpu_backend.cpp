@@ -167,6 +167,10 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
       norm_backward_run(c.index, q, threads);
       return ONORM_OK;
     }
+    if (core::ops::is_driver_op(q.op) || q.stage != ONORM_STAGE_WHOLE) {
+      std::snprintf(err, err_len, "cpu: %s (stage %d) is not built yet", core::ops::name(q.op), int(q.stage));
+      return ONORM_ERROR_UNSUPPORTED;
+    }
     const int64_t rows = q.in[0].rows, cols = q.in[0].cols;
     const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.out[0].dtype == ONORM_F32 ? 4 : 2);
     unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);

@@ -147,6 +147,10 @@ onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) 
   std::lock_guard<std::mutex> lock(ctx->mu);
   if (onorm_status s = gpu::check_alignment(*q, err, err_len)) return s;
   if (core::ops::is_column_op(q->op)) return run_norm_backward(*ctx, *q, err, err_len);
+  if (core::ops::is_driver_op(q->op) || q->stage != ONORM_STAGE_WHOLE) {
+    std::snprintf(err, err_len, "cuda: %s (stage %d) is not built for this backend yet", core::ops::name(q->op), int(q->stage));
+    return ONORM_ERROR_UNSUPPORTED;
+  }
   return run_plan(*ctx, *q, err, err_len);
 }
 

@@ -143,6 +143,10 @@ onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_
   std::lock_guard<std::mutex> lock(ctx.mu);
   if (onorm_status s = gpu::check_alignment(q, err, err_len)) return s;
   if (core::ops::is_column_op(q.op)) return run_norm_backward<W>(ctx, q, err, err_len);
+  if (core::ops::is_driver_op(q.op) || q.stage != ONORM_STAGE_WHOLE) {
+    std::snprintf(err, err_len, "hip: %s (stage %d) is not built for this backend yet", core::ops::name(q.op), int(q.stage));
+    return ONORM_ERROR_UNSUPPORTED;
+  }
   return run_plan<W>(ctx, q, err, err_len);
 }
 

@@ -16,8 +16,8 @@
 extern "C" {
 #endif
 
-/* 2: version 1, the norms with options (onorm_norm) and the backward passes; docs/API.md lists
-   the version-2 sections this header has. */
+/* 2: version 1, the norms with options (onorm_norm), the backward passes, cross-entropy, softmax
+   top-k and partial row states; docs/API.md lists the version-2 sections. */
 #define ONORM_API_VERSION 2
 
 /* In C++ the enums get int as their fixed underlying type, so that any int a C caller passes
@@ -143,6 +143,63 @@ ONORM_API onorm_status onorm_layer_norm_backward(onorm_context ctx, const onorm_
 ONORM_API onorm_status onorm_rms_norm_backward(onorm_context ctx, const onorm_rows* x, const onorm_rows* dy,
                                                const void* gamma, const float* rstd, const onorm_rows* dx,
                                                float* dgamma);
+
+/* Version 2 (docs/API.md, "cross-entropy"): per row with C = cols, t = target,
+   lse = log(sum_j exp(x_j)), q_j = (1 - ls) [j == t] + ls / C:
+     loss = lse - sum_j q_j x_j + z_loss lse^2,
+     dlogits_j = grad_scale ((1 + 2 z_loss lse) softmax_j - q_j).
+   Rows whose target is ignore_index: loss 0, a zero gradient row, lse still written. A target
+   outside [0, C) that is not ignore_index makes the row's loss and gradient NaN (data, not an
+   argument error). dlogits may alias logits exactly. */
+typedef struct onorm_cross_entropy_args {
+  size_t struct_size;             /* sizeof(onorm_cross_entropy_args) */
+  const int64_t* targets;         /* rows class indices (device memory on GPUs) */
+  int64_t ignore_index;           /* rows whose target equals it: loss 0, gradient 0 (e.g. -100) */
+  double label_smoothing;         /* in [0, 1] */
+  double z_loss;                  /* >= 0: adds z_loss * lse^2 to each row's loss */
+  float* loss;                    /* required: rows floats */
+  float* lse;                     /* optional: rows floats, log-sum-exp of each row */
+  const onorm_rows* dlogits;      /* optional: the gradient, computed in the same pass */
+  double grad_scale;              /* the gradient is of sum_r grad_scale * loss_r */
+} onorm_cross_entropy_args;
+
+/* Zeroes *args and sets struct_size, ignore_index -100 and grad_scale 1 (NULL is a no-op). */
+ONORM_API void onorm_cross_entropy_args_init(onorm_cross_entropy_args* args);
+ONORM_API onorm_status onorm_cross_entropy(onorm_context ctx, const onorm_rows* logits,
+                                           const onorm_cross_entropy_args* args);
+
+/* Version 2 (docs/API.md, "softmax top-k"): per row the k largest entries (ties: the lower column
+   first) in descending order; values (rows x k, any float dtype) their softmax over the whole row,
+   or with renormalize != 0 the softmax over the k selected logits; indices (rows * k int64, row r
+   at indices + r * k) their columns. 1 <= k <= cols; k above 1024 may be UNSUPPORTED. */
+ONORM_API onorm_status onorm_softmax_topk(onorm_context ctx, const onorm_rows* x, int64_t k, int renormalize,
+                                          const onorm_rows* values, int64_t* indices);
+
+/* Version 2 (docs/API.md, "partial row states"): a row split into column slices is normalized by
+   each slice's state, the states merged in a fixed order, and each slice finished with the merged
+   state. States live where the backend computes (device memory on GPUs). */
+typedef struct onorm_softmax_state { float max; float sum_exp; } onorm_softmax_state; /* sum of exp(x - max) */
+typedef struct onorm_moments_state { int64_t count; double mean; double m2; } onorm_moments_state;
+
+/* One state per row of x; cols == 0 writes the identity state of each row. */
+ONORM_API onorm_status onorm_softmax_stats(onorm_context ctx, const onorm_rows* x, onorm_softmax_state* states);
+ONORM_API onorm_status onorm_moments_stats(onorm_context ctx, const onorm_rows* x, onorm_moments_state* states);
+/* Part p's state of row r is in[p * rows + r]; merged left to right in p, pairwise. out may be in
+   exactly (it then receives the merged states in part 0's place). */
+ONORM_API onorm_status onorm_softmax_merge(onorm_context ctx, int64_t parts, int64_t rows,
+                                           const onorm_softmax_state* in, onorm_softmax_state* out);
+ONORM_API onorm_status onorm_moments_merge(onorm_context ctx, int64_t parts, int64_t rows,
+                                           const onorm_moments_state* in, onorm_moments_state* out);
+/* softmax (log == 0) or log-softmax of the slice x with each row's merged state. */
+ONORM_API onorm_status onorm_softmax_finish(onorm_context ctx, const onorm_rows* x,
+                                            const onorm_softmax_state* states, int log, const onorm_rows* y);
+/* The norm of args->kind of the slice x with each row's merged moments: gamma/beta are the
+   slice's own columns; eps, weight_offset, static quantization and mean/rstd as onorm_norm. A
+   residual is INVALID_ARGUMENT; dynamic quantization (y_scale) is UNSUPPORTED. RMSNorm takes
+   mean(x^2) = m2 / count + mean^2. */
+ONORM_API onorm_status onorm_norm_finish(onorm_context ctx, const onorm_rows* x,
+                                         const onorm_moments_state* states, const onorm_norm_args* args,
+                                         const onorm_rows* y);
 
 /* Additions beyond the version-1 contract (they change none of it). */
 

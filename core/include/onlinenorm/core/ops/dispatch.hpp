@@ -33,9 +33,20 @@ inline auto visit_column_op(onorm_op op, F&& f) -> decltype(f(LayerNormBackward{
   return f(LayerNormBackward{});
 }
 
+// The same for the driver ops (ONORM_DRIVER_OP_LIST); others get f(CrossEntropy{}) never.
+template <typename F>
+inline auto visit_driver_op(onorm_op op, F&& f) -> decltype(f(CrossEntropy{})) {
+  switch (op) {
+    ONORM_DRIVER_OP_LIST(ONORM_OP_VISIT_CASE_)
+    default: break;
+  }
+  return f(CrossEntropy{});
+}
+
 inline bool is_row_op(int op) { return op >= 0 && op < ONORM_OP_COUNT; }
-inline bool is_column_op(int op) { return op > ONORM_OP_COLUMN_OPS_BEFORE_ && op < ONORM_OP_ALL_COUNT; }
-inline bool valid_op(int op) { return is_row_op(op) || is_column_op(op); }
+inline bool is_column_op(int op) { return op > ONORM_OP_COLUMN_OPS_BEFORE_ && op < ONORM_OP_COLUMN_END_; }
+inline bool is_driver_op(int op) { return op > ONORM_OP_DRIVER_OPS_BEFORE_ && op < ONORM_OP_ALL_COUNT; }
+inline bool valid_op(int op) { return is_row_op(op) || is_column_op(op) || is_driver_op(op); }
 
 inline const char* name(onorm_op op) {
   switch (op) {
@@ -44,6 +55,7 @@ inline const char* name(onorm_op op) {
     return #name;
     ONORM_OP_LIST(ONORM_OP_NAME_CASE)
     ONORM_COLUMN_OP_LIST(ONORM_OP_NAME_CASE)
+    ONORM_DRIVER_OP_LIST(ONORM_OP_NAME_CASE)
 #undef ONORM_OP_NAME_CASE
     default: break;
   }
@@ -52,6 +64,7 @@ inline const char* name(onorm_op op) {
 
 inline const Signature& signature(onorm_op op) {
   if (is_column_op(op)) return visit_column_op(op, [](auto o) -> const Signature& { return decltype(o)::kSignature; });
+  if (is_driver_op(op)) return visit_driver_op(op, [](auto o) -> const Signature& { return decltype(o)::kSignature; });
   return visit(op, [](auto o) -> const Signature& { return decltype(o)::kSignature; });
 }
 

@@ -22,15 +22,25 @@
   X(LAYER_NORM_BACKWARD, layer_norm_backward, LayerNormBackward)     \
   X(RMS_NORM_BACKWARD, rms_norm_backward, RmsNormBackward)
 
+/* Ops with per-row integer inputs or outputs (cross-entropy's targets, top-k's indices): each
+   backend runs them with its own driver, the math in core/ops/<name>.hpp. Their ids follow the
+   column ops'. */
+#define ONORM_DRIVER_OP_LIST(X)                                       \
+  X(CROSS_ENTROPY, cross_entropy, CrossEntropy)                      \
+  X(SOFTMAX_TOPK, softmax_topk, SoftmaxTopk)
+
 #define ONORM_OP_ENUM_ENTRY(ID, name, Type) ONORM_OP_##ID,
 typedef enum onorm_op {
   ONORM_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_COUNT, /* the row ops */
   ONORM_OP_COLUMN_OPS_BEFORE_ = ONORM_OP_COUNT - 1,
-  ONORM_COLUMN_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_ALL_COUNT /* row ops and column ops */
+  ONORM_COLUMN_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_COLUMN_END_,
+  ONORM_OP_DRIVER_OPS_BEFORE_ = ONORM_OP_COLUMN_END_ - 1,
+  ONORM_DRIVER_OP_LIST(ONORM_OP_ENUM_ENTRY) ONORM_OP_ALL_COUNT /* every op */
 } onorm_op;
 #undef ONORM_OP_ENUM_ENTRY
 
 #ifdef __cplusplus
+#include "onlinenorm/core/ops/cross_entropy.hpp"
 #include "onlinenorm/core/ops/layer_norm.hpp"
 #include "onlinenorm/core/ops/log_softmax.hpp"
 #include "onlinenorm/core/ops/log_softmax_backward.hpp"
@@ -38,6 +48,7 @@ typedef enum onorm_op {
 #include "onlinenorm/core/ops/rms_norm.hpp"
 #include "onlinenorm/core/ops/softmax.hpp"
 #include "onlinenorm/core/ops/softmax_backward.hpp"
+#include "onlinenorm/core/ops/softmax_topk.hpp"
 #endif
 
 #endif

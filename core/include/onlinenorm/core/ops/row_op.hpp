@@ -37,7 +37,12 @@ namespace ops {
 enum class Pass1 { kNone, kMax, kSum };
 
 // What a scalar parameter must satisfy (validation, src/validate.cpp).
-enum class ParamRule { kNonNegative };  // >= 0 and not NaN (eps)
+enum class ParamRule {
+  kNonNegative,  // >= 0 and not NaN (eps), +inf allowed
+  kUnit,         // in [0, 1] (label smoothing)
+  kFinite,       // finite (a gradient's scale)
+  kFiniteNonNegative,  // >= 0 and finite (z-loss)
+};
 
 // The tensors and parameters of an op, by slot of the backend request (src/backend_interface.h):
 // in[] row tensors read, out[] row tensors written, col[] column vectors read (cols elements
@@ -53,8 +58,8 @@ struct Signature {
   int row_outs;
   const char* row_out[2];
   int params;
-  const char* param[1];
-  ParamRule param_rule[1];
+  const char* param[3];
+  ParamRule param_rule[3];
   // The norms' residual add (API.md, "norms with options"): an optional row tensor in[inputs]
   // (input[inputs]) added to x before the op, h = round_H(x + residual), and an optional
   // out[outputs] (output[outputs]) that receives h (the CPU: backends/cpu/option_rows.cpp).

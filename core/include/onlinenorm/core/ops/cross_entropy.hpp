@@ -1,0 +1,91 @@
+// Cross-entropy of a row of logits x against its target t (API.md, "cross-entropy"), with
+// C = cols, lse = log(sum_j exp(x_j)), q_j = (1 - ls) [j == t] + ls / C:
+//   loss = lse - sum_j q_j x_j + z lse^2
+//   dlogits_j = gs ((1 + 2 z lse) softmax_j - q_j)
+// From the row's LogitStats (M, D, sum of x) and x_t, per row in double: lse = M + log D, and the
+// gradient's coefficients dlogits_j = exp(x_j - M) S - B (the target: - B_t), S = gs (1 + 2 z lse) / D,
+// B = gs ls / C, B_t = B + gs (1 - ls). Terms whose q_j is 0 count as 0 (a -inf logit off the
+// target without smoothing adds nothing). Rows of ignore_index: loss 0 and a zero gradient;
+// a target outside [0, C): NaN loss and gradient; a NaN (or +inf) logit: NaN.
+// A driver op (core/ops/op_list.h): each backend computes the row's LogitStats its own way.
+#pragma once
+
+#include "onlinenorm/core/logit_stats.hpp"
+#include "onlinenorm/core/ops/row_op.hpp"
+
+namespace onorm {
+namespace core {
+namespace ops {
+
+struct CrossEntropy {
+  static constexpr Signature kSignature{
+      1, {"logits"}, 1, {"dlogits"}, 0, {}, 2, {"loss", "lse"}, 3, {"label_smoothing", "z_loss", "grad_scale"},
+      {ParamRule::kUnit, ParamRule::kFiniteNonNegative, ParamRule::kFinite}, false, {1u, 0u}};
+  struct Params {
+    double label_smoothing, z_loss, grad_scale;
+  };
+  ONORM_HD_INLINE static Params params(const double* p) { return Params{p[0], p[1], p[2]}; }
+
+  // dlogits_j = exp(x_j - pivot) * scale - shift, at the target - target_shift; zero: a zero row.
+  struct Coefs {
+    float pivot, scale, shift, target_shift;
+    int64_t target;  // -1 when no column is the target
+    int zero;
+  };
+
+  // Whether the target of a row is a column the backend must read (x_t) before anything is
+  // written: in range and not ignored.
+  ONORM_HD_INLINE static bool reads_target(int64_t t, int64_t cols, int64_t ignore_index) {
+    return t != ignore_index && t >= 0 && t < cols;
+  }
+
+  // The row's loss (and lse when asked) and its gradient's coefficients. x_t is the target's
+  // logit when reads_target, else anything.
+  ONORM_HD_INLINE static Coefs row(const LogitStats<double>& s, int64_t cols, int64_t t, int64_t ignore_index,
+                                   double x_t, const Params& p, float* loss, float* lse) {
+    const double ls = p.label_smoothing, z = p.z_loss, gs = p.grad_scale;
+    const double m = s.ms.m, d = s.ms.d;
+    const bool empty = m == neg_infinity<double>() && !is_nan(d);  // every logit -inf
+    const double lse_v = empty ? neg_infinity<double>() : m + log_of(d);
+    if (lse) *lse = static_cast<float>(lse_v);
+    Coefs c;
+    c.pivot = empty ? 0.0f : static_cast<float>(m);
+    c.target = -1;
+    c.zero = 0;
+    if (t == ignore_index) {
+      *loss = 0.0f;
+      c.scale = c.shift = c.target_shift = 0.0f;
+      c.zero = 1;
+      return c;
+    }
+    const double nan = static_cast<double>(NAN);
+    if (t < 0 || t >= cols) {
+      *loss = static_cast<float>(nan);
+      c.scale = c.shift = c.target_shift = static_cast<float>(nan);
+      return c;
+    }
+    double loss_v = lse_v;
+    if (ls < 1.0) loss_v -= (1.0 - ls) * x_t;
+    if (ls > 0.0) loss_v -= ls * (s.sum / static_cast<double>(cols));
+    if (z > 0.0) loss_v += z * lse_v * lse_v;
+    *loss = static_cast<float>(loss_v);
+    const double a = z > 0.0 ? 1.0 + 2.0 * z * lse_v : 1.0;
+    const double b = gs * ls / static_cast<double>(cols);
+    c.scale = empty ? 0.0f : static_cast<float>(gs * a / d);
+    c.shift = static_cast<float>(b);
+    c.target_shift = static_cast<float>(b + gs * (1.0 - ls));
+    c.target = t;
+    return c;
+  }
+
+  // The gradient of element x (at_target: the row's target column).
+  template <typename M>
+  ONORM_HD_INLINE static typename M::V grad(const M& m, const Coefs& c, typename M::V x, bool at_target) {
+    const typename M::V e = m.exp(m.sub(x, m.set(c.pivot)));
+    return m.sub(m.mul(e, m.set(c.scale)), m.set(at_target ? c.target_shift : c.shift));
+  }
+};
+
+}  // namespace ops
+}  // namespace core
+}  // namespace onorm
