@@ -38,3 +38,7 @@ else()
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/onlinenorm.pc.in ${CMAKE_CURRENT_BINARY_DIR}/onlinenorm.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/onlinenorm.pc DESTINATION ${_pc_dir})
+# onlinenorm::nccl, where it was built (its header is installed with the others).
+if(TARGET onlinenorm_nccl)
+  install(TARGETS onlinenorm_nccl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()

@@ -16,6 +16,7 @@ struct onorm_context_t {
   void* impl;
   onorm_backend kind;
   int device;
+  void* stream;  // the last stream set_stream accepted
 };
 
 namespace {
@@ -126,7 +127,7 @@ onorm_status onorm_create(onorm_backend backend, int device, onorm_context* out)
     const onorm_backend_module* module = onorm::backend_entry(kind).module;
     void* impl = nullptr;
     if (onorm_status s = module->open(resolved, &impl, err, sizeof err)) return backend_status(s, err);
-    *out = new onorm_context_t{module, impl, kind, resolved};
+    *out = new onorm_context_t{module, impl, kind, resolved, nullptr};
     return ONORM_OK;
   });
 }
@@ -140,7 +141,15 @@ void onorm_destroy(onorm_context ctx) {
 onorm_status onorm_set_stream(onorm_context ctx, void* stream) {
   if (!ctx) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_set_stream: context is NULL");
   char err[512] = {0};
-  return backend_status(ctx->module->set_stream(ctx->impl, stream, err, sizeof err), err);
+  const onorm_status s = backend_status(ctx->module->set_stream(ctx->impl, stream, err, sizeof err), err);
+  if (s == ONORM_OK && ctx->kind != ONORM_BACKEND_CPU) ctx->stream = stream;
+  return s;
+}
+
+onorm_status onorm_get_stream(onorm_context ctx, void** stream) {
+  if (!ctx || !stream) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_get_stream: context or stream is NULL");
+  *stream = ctx->stream;
+  return ONORM_OK;
 }
 
 onorm_status onorm_synchronize(onorm_context ctx) {

@@ -63,6 +63,10 @@ ONORM_API onorm_status onorm_create(onorm_backend backend, int device, onorm_con
 ONORM_API void         onorm_destroy(onorm_context ctx);                 /* NULL is a no-op */
 ONORM_API onorm_status onorm_set_stream(onorm_context ctx, void* stream); /* cudaStream_t / hipStream_t; ignored on CPU */
 ONORM_API onorm_status onorm_synchronize(onorm_context ctx);
+/* The stream the context's calls are ordered on: the last onorm_set_stream's (NULL, the default
+   stream, until then; NULL on the CPU). For layers that order their own work with the
+   library's, such as onlinenorm::nccl. */
+ONORM_API onorm_status onorm_get_stream(onorm_context ctx, void** stream);
 ONORM_API const char*  onorm_backend_name(onorm_context ctx);   /* e.g. "cpu (AVX3_ZEN4, 2 threads)", "cuda:0 (NVIDIA H200)" */
 ONORM_API const char*  onorm_status_string(onorm_status status);
 ONORM_API const char*  onorm_last_error(void);                  /* thread-local detail of this thread's last failure */
