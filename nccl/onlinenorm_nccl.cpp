@@ -9,6 +9,7 @@
 
 #include "gpu_runtime.hpp"
 #include "last_error.hpp"
+#include "layer_api.h"
 
 namespace onorm {
 namespace nccl {
@@ -129,12 +130,24 @@ onorm_status onorm_nccl_norm(onorm_context ctx, ncclComm_t comm, const onorm_row
   return onorm::nccl::release(c, g, s);
 }
 
-onorm_status onorm_nccl_cross_entropy(onorm_context ctx, ncclComm_t comm, const onorm_rows* logits, int64_t,
-                                      const onorm_cross_entropy_args*) {
+onorm_status onorm_nccl_cross_entropy(onorm_context ctx, ncclComm_t comm, const onorm_rows* logits,
+                                      int64_t col_offset, const onorm_cross_entropy_args* args) {
   Call c{"onorm_nccl_cross_entropy"};
   if (onorm_status s = onorm::nccl::begin(c, ctx, comm, logits)) return s;
-  return onorm::fail(ONORM_ERROR_UNSUPPORTED,
-                     "onorm_nccl_cross_entropy: not built yet (cross-entropy has no partial states in this version)");
+  if (!args) return onorm::nccl::refuse(c.fn, "args is NULL");
+  if (logits->rows == 0) return ONORM_OK;
+  struct Bytes {
+    unsigned char b[ONORM_LAYER_CROSS_ENTROPY_STATE_BYTES];
+  };
+  Gathered<Bytes> g;
+  onorm_status s = onorm::nccl::gather_and_merge(
+      c, comm, logits, g,
+      [&](Bytes* mine) { return onorm_layer_cross_entropy_stats(ctx, logits, col_offset, args, mine); },
+      [&](int64_t parts, int64_t rows, const Bytes* in, Bytes* out) {
+        return onorm_layer_cross_entropy_merge(ctx, parts, rows, in, out);
+      });
+  if (s == ONORM_OK) s = onorm_layer_cross_entropy_finish(ctx, logits, col_offset, g.merged, args);
+  return onorm::nccl::release(c, g, s);
 }
 
 }  // extern "C"

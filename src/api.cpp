@@ -6,6 +6,7 @@
 
 #include "backend_interface.h"
 #include "last_error.hpp"
+#include "layer_api.h"
 #include "registry.hpp"
 #include "tune.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
@@ -22,6 +23,11 @@ struct onorm_context_t {
 namespace {
 
 using onorm::fail;
+
+// The backends write and read the state records of core/ops by these layouts.
+static_assert(sizeof(onorm::core::ops::CrossEntropy::StateRecord) == ONORM_LAYER_CROSS_ENTROPY_STATE_BYTES,
+              "cross-entropy state layout");
+static_assert(sizeof(onorm_softmax_state) == 8 && sizeof(onorm_moments_state) == 24, "state layouts");
 
 // Runs body, turning C++ exceptions into statuses: nothing may unwind through the C ABI.
 template <typename Body>
@@ -350,25 +356,62 @@ void onorm_cross_entropy_args_init(onorm_cross_entropy_args* args) {
   args->grad_scale = 1.0;
 }
 
-onorm_status onorm_cross_entropy(onorm_context ctx, const onorm_rows* logits, const onorm_cross_entropy_args* args) {
-  return guarded("onorm_cross_entropy", [&]() -> onorm_status {
-    if (!args) return fail(ONORM_ERROR_INVALID_ARGUMENT, "onorm_cross_entropy: args is NULL");
+namespace {
+// A cross-entropy request of stage `stage` over the slice [col_offset, +cols) of the rows: the
+// whole call, a slice's stats (no outputs: states written) or a slice's finish from merged
+// states.
+onorm_status cross_entropy_of(const char* fn, onorm_context ctx, onorm_stage stage, const onorm_rows* logits,
+                              int64_t col_offset, const onorm_cross_entropy_args* args,
+                              const void* state_in, void* state_out) {
+  return guarded(fn, [&]() -> onorm_status {
+    const std::string name(fn);
+    if (!args) return fail(ONORM_ERROR_INVALID_ARGUMENT, name + ": args is NULL");
     if (args->struct_size < sizeof(onorm_cross_entropy_args))
       return fail(ONORM_ERROR_INVALID_ARGUMENT,
-                  "onorm_cross_entropy: args->struct_size is " + std::to_string(args->struct_size) +
+                  name + ": args->struct_size is " + std::to_string(args->struct_size) +
                       ", smaller than sizeof(onorm_cross_entropy_args) = " +
                       std::to_string(sizeof(onorm_cross_entropy_args)) + " (call onorm_cross_entropy_args_init)");
     onorm_request q = request_of(ONORM_OP_CROSS_ENTROPY);
+    q.stage = stage;
+    q.state_in = state_in;
+    q.state_out = state_out;
+    q.cols_offset = col_offset;
     q.targets = args->targets;
     q.ignore_index = args->ignore_index;
     q.param[0] = args->label_smoothing;
     q.param[1] = args->z_loss;
     q.param[2] = args->grad_scale;
-    q.row_out[0] = args->loss;
-    q.row_out[1] = args->lse;
+    const bool stats = stage == ONORM_STAGE_STATS;
+    q.row_out[0] = stats ? nullptr : args->loss;
+    q.row_out[1] = stats ? nullptr : args->lse;
     const onorm_rows* given[] = {logits, args->dlogits};
-    return run_request(ctx, q, given, 1, args->dlogits ? 1 : 0);
+    return run_request(ctx, q, given, 1, !stats && args->dlogits ? 1 : 0);
   });
+}
+}  // namespace
+
+onorm_status onorm_cross_entropy(onorm_context ctx, const onorm_rows* logits, const onorm_cross_entropy_args* args) {
+  return cross_entropy_of("onorm_cross_entropy", ctx, ONORM_STAGE_WHOLE, logits, 0, args, nullptr, nullptr);
+}
+
+onorm_status onorm_layer_cross_entropy_stats(onorm_context ctx, const onorm_rows* logits, int64_t col_offset,
+                                             const onorm_cross_entropy_args* args, void* states) {
+  return cross_entropy_of("cross_entropy stats", ctx, ONORM_STAGE_STATS, logits, col_offset, args, nullptr, states);
+}
+
+onorm_status onorm_layer_cross_entropy_merge(onorm_context ctx, int64_t parts, int64_t rows, const void* in, void* out) {
+  onorm_request q = request_of(ONORM_OP_CROSS_ENTROPY);
+  q.stage = ONORM_STAGE_MERGE;
+  q.state_parts = parts;
+  q.state_rows = rows;
+  q.state_in = in;
+  q.state_out = out;
+  return run_request(ctx, q, nullptr, 0, 0);
+}
+
+onorm_status onorm_layer_cross_entropy_finish(onorm_context ctx, const onorm_rows* logits, int64_t col_offset,
+                                              const void* states, const onorm_cross_entropy_args* args) {
+  return cross_entropy_of("cross_entropy finish", ctx, ONORM_STAGE_FINISH, logits, col_offset, args, states, nullptr);
 }
 
 onorm_status onorm_softmax_topk(onorm_context ctx, const onorm_rows* x, int64_t k, int renormalize,

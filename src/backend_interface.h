@@ -62,6 +62,10 @@ typedef struct onorm_request {
      rows * k indices written. */
   const int64_t* targets;
   int64_t ignore_index;
+  /* Cross-entropy's partial states (rows split by columns across ranks): this slice's first
+     column of the whole row (targets are the whole row's columns; the merged state counts its
+     width); 0 for a whole call. */
+  int64_t cols_offset;
   int64_t k;
   int renormalize;
   int64_t* indices;

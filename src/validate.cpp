@@ -202,11 +202,21 @@ onorm_status check_blocks(const std::string& op, const onorm_rows* ins, const ch
 }
 
 onorm_status validate_cross_entropy(const onorm_request& q, bool& empty) {
-  const std::string op = "cross_entropy";
+  const bool stats = q.stage == ONORM_STAGE_STATS, finish = q.stage == ONORM_STAGE_FINISH;
+  const std::string op = stats ? "cross_entropy stats" : finish ? "cross_entropy finish" : "cross_entropy";
   const core::ops::Signature& sig = core::ops::CrossEntropy::kSignature;
-  if (q.inputs != 1 || q.outputs > 1) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": wrong number of row tensors");
+  if (q.stage != ONORM_STAGE_WHOLE && !stats && !finish)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, "stage " + std::to_string(static_cast<int>(q.stage)) + " is not an onorm_stage");
+  if (q.inputs != 1 || q.outputs > (stats ? 0 : 1))
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": wrong number of row tensors");
   const onorm_rows& x = q.in[0];
   if (onorm_status s = check_float_rows(op, x, "logits")) return s;
+  // A slice of the row starts at a column >= 0 (a whole call at 0).
+  if (q.cols_offset < 0 || (q.stage == ONORM_STAGE_WHOLE && q.cols_offset != 0) ||
+      q.cols_offset > INT64_MAX - x.cols)
+    return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": col_offset " + std::to_string(q.cols_offset) + " is not a slice's start");
+  if (stats && x.rows > 0 && !q.state_out) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": states is NULL");
+  if (finish && x.rows > 0 && !q.state_in) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": states is NULL");
   if (q.outputs == 1) {
     if (onorm_status s = check_float_rows(op, q.out[0], "dlogits")) return s;
     if (q.out[0].rows != x.rows || q.out[0].cols != x.cols)
@@ -215,8 +225,10 @@ onorm_status validate_cross_entropy(const onorm_request& q, bool& empty) {
   for (int i = 0; i < sig.params; ++i)
     if (onorm_status s = check_param(op, sig.param[i], sig.param_rule[i], q.param[i])) return s;
   if (x.rows > 0 && !q.targets) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": targets is NULL");
-  if (x.rows > 0 && !q.row_out[0]) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": loss is NULL");
-  if (x.rows == 0 || x.cols == 0) {
+  if (x.rows > 0 && !stats && !q.row_out[0]) return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": loss is NULL");
+  // Stats of a slice of no columns write the identity state of each row; a finish of one still
+  // writes each row's loss.
+  if (x.rows == 0 || (x.cols == 0 && q.stage == ONORM_STAGE_WHOLE)) {
     empty = true;
     return ONORM_OK;
   }
@@ -227,12 +239,15 @@ onorm_status validate_cross_entropy(const onorm_request& q, bool& empty) {
       return fail(ONORM_ERROR_INVALID_ARGUMENT,
                   op + ": dlogits overlaps logits (only in place, with the same data, stride and dtype size, is allowed)");
   }
+  const size_t record = sizeof(core::ops::CrossEntropy::StateRecord);
   const Block blocks[] = {{q.targets, x.rows, sizeof(int64_t), "targets", false},
                           {q.row_out[0], x.rows, sizeof(float), "loss", true},
-                          {q.row_out[1], x.rows, sizeof(float), "lse", true}};
+                          {q.row_out[1], x.rows, sizeof(float), "lse", true},
+                          {q.state_out, x.rows, record, "states", true},
+                          {q.state_in, x.rows, record, "states", false}};
   const char* in_names[] = {"logits"};
   const char* out_names[] = {"dlogits"};
-  return check_blocks(op, &x, in_names, 1, q.out, out_names, q.outputs, blocks, 3);
+  return check_blocks(op, &x, in_names, 1, q.out, out_names, q.outputs, blocks, 5);
 }
 
 onorm_status validate_softmax_topk(const onorm_request& q, bool& empty) {
@@ -269,6 +284,7 @@ size_t state_size(onorm_op op) {
     case ONORM_OP_LOG_SOFTMAX: return sizeof(onorm_softmax_state);
     case ONORM_OP_LAYER_NORM:
     case ONORM_OP_RMS_NORM: return sizeof(onorm_moments_state);
+    case ONORM_OP_CROSS_ENTROPY: return sizeof(core::ops::CrossEntropy::StateRecord);
     default: return 0;
   }
 }
@@ -300,11 +316,11 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
   empty = false;
   if (!core::ops::valid_op(q.op))
     return fail(ONORM_ERROR_INVALID_ARGUMENT, "op " + std::to_string(static_cast<int>(q.op)) + " is not an onorm_op");
-  if (q.op == ONORM_OP_CROSS_ENTROPY) return validate_cross_entropy(q, empty);
-  if (q.op == ONORM_OP_SOFTMAX_TOPK) return validate_softmax_topk(q, empty);
   if (q.stage != ONORM_STAGE_WHOLE && state_size(q.op) == 0)
     return fail(ONORM_ERROR_INVALID_ARGUMENT, std::string(op_name(q.op)) + ": has no partial row states");
   if (q.stage == ONORM_STAGE_MERGE) return validate_merge(q, empty);
+  if (q.op == ONORM_OP_CROSS_ENTROPY) return validate_cross_entropy(q, empty);
+  if (q.op == ONORM_OP_SOFTMAX_TOPK) return validate_softmax_topk(q, empty);
   if (q.stage != ONORM_STAGE_WHOLE && q.stage != ONORM_STAGE_STATS && q.stage != ONORM_STAGE_FINISH)
     return fail(ONORM_ERROR_INVALID_ARGUMENT, "stage " + std::to_string(static_cast<int>(q.stage)) + " is not an onorm_stage");
   const core::ops::Signature& sig = core::ops::signature(q.op);

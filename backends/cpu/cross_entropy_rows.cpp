@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "kernels.hpp"
@@ -17,8 +18,9 @@ namespace {
 
 using core::ops::CrossEntropy;
 using core::ops::Softmax;
+using Record = CrossEntropy::StateRecord;
 
-// The sum of row r's logits: float sums over fixed chunks, merged pairwise in double.
+// The sum of a row's logits: float sums over fixed chunks, merged pairwise in double.
 template <typename In>
 double logit_sum(const In* x, int64_t cols) {
   core::PairwiseFold<core::Sum<double>> fold;
@@ -31,17 +33,13 @@ double logit_sum(const In* x, int64_t cols) {
   return fold.result().s;
 }
 
-void run_row(size_t target, const onorm_request& q, int64_t r, float* scratch) {
-  const int64_t cols = q.in[0].cols;
-  const onorm_dtype xt = q.in[0].dtype;
-  const bool grad = q.outputs > 0;
-  const bool f32_out = grad && q.out[0].dtype == ONORM_F32;
-  void* y = grad ? const_cast<void*>(row_of(q.out[0], r)) : nullptr;
-  float* lift = f32_out ? static_cast<float*>(y) : scratch;
-  const onorm_request s = softmax_row_request(q, r, lift);
-  const bool simd = simd_supports(target, s);
-  const auto params = CrossEntropy::params(q.param);
 
+// Row r's state over the slice: softmax's statistics from the SIMD chunk kernels (the softmax
+// call's chunks and merge tree) or the portable passes, the logit sum when smoothing needs it,
+// and the target's logit when the slice holds it (read before anything is written).
+Record slice_record(size_t target, const onorm_request& q, const onorm_request& s, int64_t r, bool simd) {
+  const int64_t cols = q.in[0].cols;
+  if (cols == 0) return CrossEntropy::identity_record();
   core::MaxSum<double> ms;
   if (simd) {
     core::PairwiseFold<core::MaxSum<float>> fold;
@@ -51,30 +49,40 @@ void run_row(size_t target, const onorm_request& q, int64_t r, float* scratch) {
   } else {
     ms = scalar_state_of_row<Softmax, double>(s, 0);
   }
-  double sum = 0.0;
   const void* x = row_of(q.in[0], r);
-  if (params.label_smoothing > 0.0)
-    with_dtype(xt, [&](auto tag) { sum = logit_sum(static_cast<const typename decltype(tag)::type*>(x), cols); });
-  const int64_t t = q.targets[r];
-  const bool reads = CrossEntropy::reads_target(t, cols, q.ignore_index);
-  const double x_t = reads ? load_at(x, xt, t) : 0.0;
-  const CrossEntropy::Coefs c = CrossEntropy::row(core::LogitStats<double>::of(ms, sum), cols, t, q.ignore_index, x_t,
-                                                  params, &q.row_out[0][r], q.row_out[1] ? &q.row_out[1][r] : nullptr);
-  if (!grad) return;
-  const onorm_dtype yt = q.out[0].dtype;
+  double sum = 0.0;
+  if (CrossEntropy::params(q.param).label_smoothing > 0.0)
+    with_dtype(q.in[0].dtype, [&](auto tag) { sum = logit_sum(static_cast<const typename decltype(tag)::type*>(x), cols); });
+  const int64_t t = q.targets[r], tl = t - q.cols_offset;
+  const bool holds = t != q.ignore_index && tl >= 0 && tl < cols;
+  return CrossEntropy::record_of(core::LogitStats<double>::of(ms, sum), cols, holds,
+                                 holds ? static_cast<float>(load_at(x, q.in[0].dtype, tl)) : 0.0f);
+}
+
+// Row r's loss and lse from its (merged) state, and its slice of dlogits: softmax's SIMD finish
+// exp(x - M) S into dlogits (f32) or the scratch row, the smoothing's shift taken off in float,
+// the target's element from its saved logit, rounded once to dlogits' dtype.
+void finish_row(size_t target, const onorm_request& q, const onorm_request& s, int64_t r, const Record& rec, bool simd,
+                float* lift) {
+  const int64_t cols = q.in[0].cols, t = q.targets[r], tl = t - q.cols_offset;
+  const CrossEntropy::Coefs c =
+      CrossEntropy::row(CrossEntropy::stats_of(rec), rec.cols, t, q.ignore_index, rec.target_logit,
+                        CrossEntropy::params(q.param), &q.row_out[0][r], q.row_out[1] ? &q.row_out[1][r] : nullptr);
+  if (q.outputs == 0 || cols == 0) return;
+  void* y = const_cast<void*>(row_of(q.out[0], r));
+  const onorm_dtype yt = q.out[0].dtype, xt = q.in[0].dtype;
   if (c.zero) {
     for (int64_t j = 0; j < cols; ++j) store_at(y, yt, j, 0.0);
     return;
   }
+  const bool target_here = c.target >= 0 && tl >= 0 && tl < cols;
   const core::ops::ScalarMath<float> m;
   if (simd) {
-    // exp(x - M) S by softmax's finish (its chunks' kept lift: the same bits as softmax), into
-    // dlogits (f32) or the scratch row; then the shift, and the target from its saved logit.
     const Softmax::Coefs<float> sc{c.pivot, c.scale};
     for (int64_t k = 0; k * kChunk < cols; ++k)
       simd_write_chunk(Softmax{}, target, s, 0, k, sc, simd_chunk_state(Softmax{}, target, s, 0, k, kOptPrefetch),
                        kOptPrefetch);
-    if (f32_out) {
+    if (yt == ONORM_F32) {
       if (c.shift != 0.0f)
         for (int64_t j = 0; j < cols; ++j) lift[j] -= c.shift;
     } else {
@@ -82,15 +90,62 @@ void run_row(size_t target, const onorm_request& q, int64_t r, float* scratch) {
     }
   } else {
     // Dtypes the SIMD kernels do not take: every element in float, through memory once.
+    const void* x = row_of(q.in[0], r);
     for (int64_t j = 0; j < cols; ++j)
       store_at(y, yt, j, static_cast<double>(CrossEntropy::grad(m, c, static_cast<float>(load_at(x, xt, j)), false)));
   }
-  if (c.target >= 0) store_at(y, yt, c.target, static_cast<double>(CrossEntropy::grad(m, c, static_cast<float>(x_t), true)));
+  if (target_here) store_at(y, yt, tl, static_cast<double>(CrossEntropy::grad(m, c, rec.target_logit, true)));
+}
+
+void run_row(size_t target, const onorm_request& q, int64_t r, float* scratch) {
+  const bool f32_out = q.outputs > 0 && q.out[0].dtype == ONORM_F32;
+  float* lift = f32_out ? static_cast<float*>(const_cast<void*>(row_of(q.out[0], r))) : scratch;
+  const onorm_request s = softmax_row_request(q, r, lift);
+  const bool simd = q.in[0].cols > 0 && simd_supports(target, s);
+  switch (q.stage) {
+    case ONORM_STAGE_STATS: {
+      const Record rec = slice_record(target, q, s, r, simd);
+      std::memcpy(static_cast<char*>(q.state_out) + r * static_cast<int64_t>(sizeof rec), &rec, sizeof rec);
+      break;
+    }
+    case ONORM_STAGE_FINISH: {
+      Record rec;
+      std::memcpy(&rec, static_cast<const char*>(q.state_in) + r * static_cast<int64_t>(sizeof rec), sizeof rec);
+      finish_row(target, q, s, r, rec, simd, lift);
+      break;
+    }
+    default: finish_row(target, q, s, r, slice_record(target, q, s, r, simd), simd, lift);
+  }
+}
+
+// Row r's states over the parts folded left to right in the fixed pairwise tree; every part is
+// read before the merged record is written (out may be in).
+void merge_rows(const onorm_request& q, int64_t r0, int64_t r1) {
+  struct Rec {
+    Record s;
+    static Rec identity() { return Rec{CrossEntropy::identity_record()}; }
+    static Rec combine(const Rec& a, const Rec& b) { return Rec{CrossEntropy::combine_records(a.s, b.s)}; }
+  };
+  for (int64_t r = r0; r < r1; ++r) {
+    core::PairwiseFold<Rec> fold;
+    for (int64_t p = 0; p < q.state_parts; ++p) {
+      Rec part;
+      std::memcpy(&part.s, static_cast<const char*>(q.state_in) + (p * q.state_rows + r) * int64_t(sizeof(Record)),
+                  sizeof(Record));
+      fold.push(part);
+    }
+    const Record out = fold.result().s;
+    std::memcpy(static_cast<char*>(q.state_out) + r * int64_t(sizeof(Record)), &out, sizeof out);
+  }
 }
 
 }  // namespace
 
 void cross_entropy_run(size_t target, const onorm_request& q, int threads) {
+  if (q.stage == ONORM_STAGE_MERGE) {
+    merge_rows(q, 0, q.state_rows);
+    return;
+  }
   const int64_t rows = q.in[0].rows, cols = q.in[0].cols;
   const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
   // A float row per thread for 16-bit (and f64) dlogits; allocated before anything is written.
