@@ -24,6 +24,9 @@
 #include "norm_backward_rows.hpp"
 #include "option_blocks.hpp"
 #include "option_rows.hpp"
+#include "partial_states.hpp"
+#include "softmax_topk_rows.hpp"
+#include "cross_entropy_rows.hpp"
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
 #include "tune.hpp"
@@ -167,20 +170,30 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
       norm_backward_run(c.index, q, threads);
       return ONORM_OK;
     }
-    if (core::ops::is_driver_op(q.op) || q.stage != ONORM_STAGE_WHOLE) {
-      std::snprintf(err, err_len, "cpu: %s (stage %d) is not built yet", core::ops::name(q.op), int(q.stage));
-      return ONORM_ERROR_UNSUPPORTED;
+    if (q.op == ONORM_OP_CROSS_ENTROPY) {
+      cross_entropy_run(c.index, q, threads);
+      return ONORM_OK;
+    }
+    if (q.op == ONORM_OP_SOFTMAX_TOPK) {
+      softmax_topk_run(c.index, q, threads);
+      return ONORM_OK;
+    }
+    // Partial row states; finishes the SIMD kernels do not take read their states in the
+    // portable kernels (below).
+    if (q.stage != ONORM_STAGE_WHOLE && !(q.stage == ONORM_STAGE_FINISH && !simd_finish_fits(c.index, q))) {
+      partial_states_run(c.index, q, threads, kOptPrefetch);
+      return ONORM_OK;
     }
     const int64_t rows = q.in[0].rows, cols = q.in[0].cols;
     const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.out[0].dtype == ONORM_F32 ? 4 : 2);
     unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
     opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
-    if (!version1_form(q) && option_blocks_fit(c.index, q)) {
+    if (q.stage == ONORM_STAGE_WHOLE && !version1_form(q) && option_blocks_fit(c.index, q)) {
       run_option_blocks(c, q, opts, threads);
       return ONORM_OK;
     }
     // f64, f16 without F16C, inputs of mixed dtypes; the norms' other options.
-    if (!version1_form(q) || !simd_supports(c.index, q)) {
+    if (q.stage == ONORM_STAGE_FINISH || !version1_form(q) || !simd_supports(c.index, q)) {
       run_scalar(q, threads);
       return ONORM_OK;
     }

@@ -53,7 +53,7 @@ void run_op(const onorm_request& q, int64_t r0, int64_t r1) {
     const OptionRow x{row_of(q.in[0], r), q.in[0].dtype, residual ? row_of(q.in[1], r) : nullptr,
                       residual ? q.in[1].dtype : q.in[0].dtype, residual_out ? q.out[1].dtype : q.in[0].dtype};
     bool ok = true;  // the statistics are double already
-    const auto c = Op::coefs(scalar_row_state<Op, double>(x, cols), params, ok);
+    const auto c = Op::coefs(row_state<Op, double>(q, x, r), params, ok);
     Op::write_row_outputs(c, q.row_out, r);
     auto v_at = [&](int64_t j, double& h) {
       h = x.h(j);

@@ -32,7 +32,7 @@ void run_typed(const onorm_request& q, int64_t r0, int64_t r1) {
     Out* y = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride;
     // ok == false (statistics the op distrusts) changes nothing here: they are double already.
     bool ok = true;
-    const auto c = Op::coefs(scalar_row_state<Op, Acc>(x, cols), params, ok);
+    const auto c = Op::coefs(row_state<Op, Acc>(q, x, r), params, ok);
     Op::write_row_outputs(c, q.row_out, r);
     Acc v[Op::kInputs];
     Acc cv[Op::kCols > 0 ? Op::kCols : 1];

@@ -12,6 +12,7 @@
 #include "backend_interface.h"
 #include "onlinenorm/core/element.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
+#include "onlinenorm/core/ops/partial_states.hpp"
 #include "onlinenorm/core/pairwise.hpp"
 #include "validate.hpp"
 
@@ -121,6 +122,30 @@ inline void with_input_types(const onorm_request& q, F&& f) {
     if constexpr (Op::kInputs > 1) with_dtype(q.in[1].dtype, [&](auto t1) { f(t0, t1); });
     else f(t0, t0);
   });
+}
+
+// The op's state of row r of q in Acc by the portable passes (every input read by its dtype).
+template <class Op, typename Acc>
+typename Op::template State<Acc> scalar_state_of_row(const onorm_request& q, int64_t r) {
+  typename Op::template State<Acc> st{};
+  with_input_types<Op>(q, [&](auto t0, auto t1) {
+    using In0 = typename decltype(t0)::type;
+    using In1 = typename decltype(t1)::type;
+    const In0* x0 = static_cast<const In0*>(row_of(q.in[0], r));
+    const In1* x1 = Op::kInputs > 1 ? static_cast<const In1*>(row_of(q.in[1], r)) : nullptr;
+    st = scalar_row_state<Op, Acc>(ScalarInputs<In0, In1>{x0, x1}, q.in[0].cols);
+  });
+  return st;
+}
+
+// The state a row finishes from: its own (scalar_row_state over x), or, for a finish from
+// partial states (API.md), the merged record the request gives for row r.
+template <class Op, typename Acc, typename X>
+typename Op::template State<Acc> row_state(const onorm_request& q, const X& x, int64_t r) {
+  if constexpr (core::ops::kPartialStates<Op>) {
+    if (q.stage == ONORM_STAGE_FINISH) return core::ops::op_state<Op, Acc>(core::ops::state_record<Op>(q.state_in, r));
+  }
+  return scalar_row_state<Op, Acc>(x, q.in[0].cols);
 }
 
 // The coefficients of row r from its statistics taken in double (every input read again), for

@@ -1,0 +1,27 @@
+// A one-row softmax request over row r of a driver op's input (cross-entropy's logits, top-k's
+// x): the driver ops take softmax's statistics, and its finish, from the SIMD chunk kernels.
+#pragma once
+
+#include "backend_interface.h"
+#include "scalar_rows.hpp"
+
+namespace onorm {
+namespace cpu {
+
+// Row r of q.in[0] as the input of a softmax request; its output `out` (cols floats, or the
+// row of an f32 output), or a placeholder when only the statistics are taken.
+inline onorm_request softmax_row_request(const onorm_request& q, int64_t r, float* out) {
+  onorm_request s{};
+  s.op = ONORM_OP_SOFTMAX;
+  s.inputs = 1;
+  s.outputs = 1;
+  s.in[0] = q.in[0];
+  s.in[0].data = const_cast<void*>(row_of(q.in[0], r));
+  s.in[0].rows = 1;
+  s.out[0] = onorm_rows{out, ONORM_F32, 1, q.in[0].cols, q.in[0].cols};
+  s.col_dtype = q.in[0].dtype;
+  return s;
+}
+
+}  // namespace cpu
+}  // namespace onorm
