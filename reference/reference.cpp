@@ -695,7 +695,7 @@ Report check_cross_entropy(const CrossEntropyResult& ref, const float* loss, con
   };
   for (int64_t i = 0; i < ref.rows; ++i) {
     const double L = ref.lse[static_cast<size_t>(i)], l = ref.loss[static_cast<size_t>(i)];
-    const double stat_bound = 1e-6 * ((std::isfinite(L) ? std::fabs(L) : 0.0) + 1) + 1e-6 * std::fabs(l);
+    const double stat_bound = 1e-6 * ((std::isfinite(L) ? std::fabs(L) : 0.0) + 1) + 1e-6 * (std::isfinite(l) ? std::fabs(l) : 0.0);
     if (loss) judge("loss", i, 0, loss[i], l, ref.ignored[static_cast<size_t>(i)] ? 0.0 : stat_bound, false);
     if (lse) judge("lse", i, 0, lse[i], L, stat_bound, false);
     if (!dlogits) continue;
