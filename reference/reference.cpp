@@ -587,4 +587,232 @@ Report check(Op op, const Result& ref, const onorm_rows& y, const void* gamma, o
   return rep;
 }
 
+
+// ---- API v2 part 2 ----------------------------------------------------------------------------
+
+namespace {
+using LD = long double;
+const double kNaNd = std::numeric_limits<double>::quiet_NaN();
+const double kInfd = std::numeric_limits<double>::infinity();
+
+// Row i of x decoded into row; returns whether it holds a NaN, and its max (NaN-free part).
+bool load_row(const onorm_rows& x, int64_t i, std::vector<double>& row, double& max, bool& pos_inf) {
+  row.resize(static_cast<size_t>(x.cols));
+  bool nan = false;
+  pos_inf = false;
+  max = -kInfd;
+  for (int64_t c = 0; c < x.cols; ++c) {
+    const double v = decode(x.data, x.dtype, i * x.row_stride + c);
+    row[static_cast<size_t>(c)] = v;
+    nan |= std::isnan(v);
+    pos_inf |= v == kInfd;
+    if (v > max) max = v;
+  }
+  return nan;
+}
+
+// log sum_j exp(row_j) of the columns in sel (all columns when sel is NULL), in long double.
+LD lse_of(const std::vector<double>& row, double max, const std::vector<int64_t>* sel) {
+  if (max == -kInfd) return -std::numeric_limits<LD>::infinity();
+  LD sum = 0;
+  if (sel) {
+    for (int64_t c : *sel) sum += std::exp(static_cast<LD>(row[static_cast<size_t>(c)]) - static_cast<LD>(max));
+  } else {
+    for (double v : row) sum += std::exp(static_cast<LD>(v) - static_cast<LD>(max));
+  }
+  return static_cast<LD>(max) + std::log(sum);
+}
+}  // namespace
+
+CrossEntropyResult compute_cross_entropy(const CrossEntropySpec& sp) {
+  const onorm_rows& x = sp.logits;
+  CrossEntropyResult r;
+  r.rows = x.rows;
+  r.cols = x.cols;
+  r.loss.assign(static_cast<size_t>(x.rows), 0.0);
+  r.lse.assign(static_cast<size_t>(x.rows), 0.0);
+  r.ignored.assign(static_cast<size_t>(x.rows), 0);
+  r.dlogits.assign(static_cast<size_t>(x.rows * x.cols), 0.0);
+  r.dbound.assign(r.dlogits.size(), 0.0);
+  const LD ls = sp.label_smoothing, z = sp.z_loss, gs = sp.grad_scale, C = static_cast<LD>(x.cols);
+  std::vector<double> row;
+  for (int64_t i = 0; i < x.rows; ++i) {
+    double max;
+    bool pos_inf;
+    const bool nan = load_row(x, i, row, max, pos_inf);
+    const int64_t t = sp.targets[i];
+    double* g = r.dlogits.data() + i * x.cols;
+    double* b = r.dbound.data() + i * x.cols;
+    const LD lse = nan || pos_inf ? static_cast<LD>(kNaNd) : lse_of(row, max, nullptr);
+    r.lse[static_cast<size_t>(i)] = nan ? kNaNd : pos_inf ? kInfd : static_cast<double>(lse);
+    if (t == sp.ignore_index) {  // loss 0, gradient 0
+      r.ignored[static_cast<size_t>(i)] = 1;
+      continue;
+    }
+    if (t < 0 || t >= x.cols || nan || pos_inf) {
+      r.loss[static_cast<size_t>(i)] = kNaNd;
+      for (int64_t c = 0; c < x.cols; ++c) g[c] = kNaNd;
+      continue;
+    }
+    LD qx = 0;  // sum_j q_j x_j, terms with q_j = 0 left out
+    for (int64_t c = 0; c < x.cols; ++c) {
+      const LD q = (c == t ? 1 - ls : 0) + ls / C;
+      if (q != 0) qx += q * static_cast<LD>(row[static_cast<size_t>(c)]);
+    }
+    r.loss[static_cast<size_t>(i)] = static_cast<double>(lse - qx + z * lse * lse);
+    const LD a = 1 + 2 * z * lse;
+    for (int64_t c = 0; c < x.cols; ++c) {
+      const LD p = std::exp(static_cast<LD>(row[static_cast<size_t>(c)]) - lse);
+      const LD q = (c == t ? 1 - ls : 0) + ls / C;
+      g[c] = static_cast<double>(gs * (a * p - q));
+      // Softmax's bound on the softmax term (1 + 2 z lse) p_j scaled by grad_scale, with the
+      // lse's own allowed error carried through the factor, plus 1e-6 |grad_scale|.
+      b[c] = static_cast<double>(std::fabs(gs) * (1e-5L * (std::fabs(a) + 2 * z * (std::fabs(lse) + 1)) * p + 1e-30L) +
+                                 1e-6L * std::fabs(gs));
+    }
+  }
+  return r;
+}
+
+Report check_cross_entropy(const CrossEntropyResult& ref, const float* loss, const float* lse,
+                           const onorm_rows* dlogits) {
+  Report rep;
+  auto judge = [&](const char* what, int64_t i, int64_t c, double got, double want, double b, bool ok_rounded) {
+    ++rep.checked;
+    bool good;
+    if (std::isnan(want)) good = std::isnan(got);
+    else if (std::isinf(want)) good = got == want;
+    else if (want == 0 && b == 0) good = got == 0;
+    else {
+      const double err = std::fabs(got - want);
+      good = ok_rounded || (std::isfinite(got) && err <= b);
+      if (std::isfinite(got)) {
+        rep.max_abs = std::max(rep.max_abs, err);
+        if (want != 0) rep.max_rel = std::max(rep.max_rel, err / std::fabs(want));
+      }
+    }
+    if (!good) rep.violation(what, i, c, got, want);
+  };
+  for (int64_t i = 0; i < ref.rows; ++i) {
+    const double L = ref.lse[static_cast<size_t>(i)], l = ref.loss[static_cast<size_t>(i)];
+    const double stat_bound = 1e-6 * ((std::isfinite(L) ? std::fabs(L) : 0.0) + 1) + 1e-6 * (std::isfinite(l) ? std::fabs(l) : 0.0);
+    if (loss) judge("loss", i, 0, loss[i], l, ref.ignored[static_cast<size_t>(i)] ? 0.0 : stat_bound, false);
+    if (lse) judge("lse", i, 0, lse[i], L, stat_bound, false);
+    if (!dlogits) continue;
+    const bool narrow = dlogits->dtype == ONORM_F16 || dlogits->dtype == ONORM_BF16;
+    for (int64_t c = 0; c < ref.cols; ++c) {
+      const size_t e = static_cast<size_t>(i * ref.cols + c);
+      const double want = ref.dlogits[e], b = ref.dbound[e];
+      const double got = decode(dlogits->data, dlogits->dtype, i * dlogits->row_stride + c);
+      judge("dlogits", i, c, got, want, b == 0 ? 0.0 : b + (narrow ? ulp(want, dlogits->dtype) : 0.0),
+            b != 0 && rounds_from_within(got, want, b, dlogits->dtype));
+    }
+  }
+  return rep;
+}
+
+TopkResult compute_topk(const onorm_rows& x, int64_t k, bool renormalize) {
+  TopkResult r;
+  r.rows = x.rows;
+  r.k = k;
+  r.values.assign(static_cast<size_t>(x.rows * k), 0.0);
+  r.indices.assign(r.values.size(), 0);
+  r.nan_row.assign(static_cast<size_t>(x.rows), 0);
+  std::vector<double> row;
+  std::vector<int64_t> order(static_cast<size_t>(x.cols));
+  for (int64_t i = 0; i < x.rows; ++i) {
+    double max;
+    bool pos_inf;
+    const bool nan = load_row(x, i, row, max, pos_inf);
+    double* v = r.values.data() + i * k;
+    int64_t* ix = r.indices.data() + i * k;
+    if (nan) {
+      r.nan_row[static_cast<size_t>(i)] = 1;
+      for (int64_t j = 0; j < k; ++j) v[j] = kNaNd;
+      continue;
+    }
+    for (int64_t c = 0; c < x.cols; ++c) order[static_cast<size_t>(c)] = c;
+    // Values compare as numbers (-0 == +0); equal values keep the lower column first.
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return row[static_cast<size_t>(a)] > row[static_cast<size_t>(b)]; });
+    const std::vector<int64_t> sel(order.begin(), order.begin() + k);
+    for (int64_t j = 0; j < k; ++j) ix[j] = sel[static_cast<size_t>(j)];
+    if (max == -kInfd) continue;  // values 0, columns 0..k-1 (the stable sort of equal values)
+    if (pos_inf) {  // the v1 rule: a +inf makes a softmax row NaN
+      for (int64_t j = 0; j < k; ++j) v[j] = kNaNd;
+      continue;
+    }
+    const LD lse = renormalize ? lse_of(row, row[static_cast<size_t>(sel[0])], &sel) : lse_of(row, max, nullptr);
+    for (int64_t j = 0; j < k; ++j)
+      v[j] = static_cast<double>(std::exp(static_cast<LD>(row[static_cast<size_t>(sel[static_cast<size_t>(j)])]) - lse));
+  }
+  return r;
+}
+
+Report check_topk(const TopkResult& ref, int64_t cols, const onorm_rows& values, const int64_t* indices) {
+  Report rep;
+  for (int64_t i = 0; i < ref.rows; ++i) {
+    const bool nan_row = ref.nan_row[static_cast<size_t>(i)] != 0;
+    std::vector<int64_t> seen;
+    for (int64_t j = 0; j < ref.k; ++j) {
+      const size_t e = static_cast<size_t>(i * ref.k + j);
+      const double want = ref.values[e];
+      const double got = decode(values.data, values.dtype, i * values.row_stride + j);
+      ++rep.checked;
+      bool good;
+      if (std::isnan(want)) good = std::isnan(got);
+      else {
+        const double b = bound(Op::softmax, values.dtype, want, 0, 0, 0);
+        good = std::isfinite(got) && (std::fabs(got - want) <= b ||
+                                      rounds_from_within(got, want, bound(Op::softmax, ONORM_F32, want, 0, 0, 0), values.dtype));
+        if (std::isfinite(got)) {
+          rep.max_abs = std::max(rep.max_abs, std::fabs(got - want));
+          if (want != 0) rep.max_rel = std::max(rep.max_rel, std::fabs(got - want) / want);
+        }
+      }
+      if (!good) rep.violation("values", i, j, got, want);
+      const int64_t gi = indices[e];
+      ++rep.checked;
+      if (nan_row) {
+        const bool fresh = std::find(seen.begin(), seen.end(), gi) == seen.end();
+        seen.push_back(gi);
+        if (gi < 0 || gi >= cols || !fresh) rep.violation("indices (NaN row: k distinct columns)", i, j, gi, -1);
+      } else if (gi != ref.indices[e]) {
+        rep.violation("indices", i, j, static_cast<double>(gi), static_cast<double>(ref.indices[e]));
+      }
+    }
+  }
+  return rep;
+}
+
+RowSoftmaxState softmax_state_of(const onorm_rows& x, int64_t i) {
+  std::vector<double> row;
+  RowSoftmaxState s;
+  bool pos_inf;
+  s.nan = load_row(x, i, row, s.max, pos_inf) || pos_inf;
+  if (s.nan) return s;
+  if (s.max == -kInfd) return s;  // sum 0: the identity (also for cols == 0)
+  LD sum = 0;
+  for (double v : row) sum += std::exp(static_cast<LD>(v) - static_cast<LD>(s.max));
+  s.sum_exp = static_cast<double>(sum);
+  return s;
+}
+
+RowMoments moments_of(const onorm_rows& x, int64_t i) {
+  RowMoments m;
+  m.count = x.cols;
+  if (x.cols == 0) return m;
+  LD sum = 0;
+  for (int64_t c = 0; c < x.cols; ++c) sum += decode(x.data, x.dtype, i * x.row_stride + c);
+  const LD mean = sum / static_cast<LD>(x.cols);
+  LD m2 = 0;
+  for (int64_t c = 0; c < x.cols; ++c) {
+    const LD d = static_cast<LD>(decode(x.data, x.dtype, i * x.row_stride + c)) - mean;
+    m2 += d * d;
+  }
+  m.mean = static_cast<double>(mean);
+  m.m2 = static_cast<double>(m2);
+  return m;
+}
+
 }  // namespace onorm_ref

@@ -143,4 +143,61 @@ NormBackwardResult compute_norm_backward(const NormBackwardSpec& spec);
 Report check_norm_backward(const NormBackwardResult& ref, const onorm_rows& dx, const float* dgamma,
                            const float* dbeta);
 
+
+// ---- API v2 part 2: cross-entropy, softmax top-k, partial row states ------------------------
+// Plain long-double loops over each row (no online merging, nothing of core/): lse = M +
+// log(sum exp(x - M)); the top k by a sort of (value descending, -0 == +0; column ascending);
+// the moments by a two-pass mean and M2.
+
+// onorm_cross_entropy (API.md, "cross-entropy"), per row of host-resident logits:
+// lse = log sum_j exp(x_j), q_j = (1 - ls) [j == t] + ls / C (terms with q_j = 0 count as 0),
+// loss = lse - sum_j q_j x_j + z lse^2, dlogits_j = gs ((1 + 2 z lse) softmax_j - q_j).
+// ignore_index rows: loss 0, gradient 0, lse the row's. A target outside [0, C): NaN loss and
+// gradient. A NaN in a row: NaN lse, loss and gradient (unless ignored).
+struct CrossEntropySpec {
+  onorm_rows logits{};
+  const int64_t* targets = nullptr;  // host
+  int64_t ignore_index = -100;
+  double label_smoothing = 0, z_loss = 0, grad_scale = 1;
+};
+struct CrossEntropyResult {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> loss, lse;          // rows
+  std::vector<char> ignored;              // rows: target == ignore_index (loss exactly 0)
+  std::vector<double> dlogits, dbound;    // rows x cols: the value and the contract's F32 bound
+};
+CrossEntropyResult compute_cross_entropy(const CrossEntropySpec& spec);
+// Checks loss and lse (NULL: not checked) within 1e-6 (|lse| + 1) + 1e-6 |loss|, and dlogits
+// (NULL: not checked) within the gradient bound (16-bit: plus one unit in the last place). A zero
+// gradient (ignored rows) must be exactly +-0; NaN where the reference is NaN.
+Report check_cross_entropy(const CrossEntropyResult& ref, const float* loss, const float* lse,
+                           const onorm_rows* dlogits);
+
+// onorm_softmax_topk (API.md, "softmax top-k"): per row the columns of the k largest entries
+// (ties: the lower column; -0 and +0 tie), and their softmax over the whole row or, with
+// renormalize, over the k selected. A NaN row: values NaN (nan_row set; its indices are any k
+// distinct columns). An all -inf row: values 0, columns 0..k-1.
+struct TopkResult {
+  int64_t rows = 0, k = 0;
+  std::vector<double> values;     // rows x k
+  std::vector<int64_t> indices;   // rows x k
+  std::vector<char> nan_row;      // rows
+};
+TopkResult compute_topk(const onorm_rows& x, int64_t k, bool renormalize);
+// values within softmax's bound (16-bit: plus one ulp), indices exactly (NaN rows: k distinct
+// columns in [0, cols)).
+Report check_topk(const TopkResult& ref, int64_t cols, const onorm_rows& values, const int64_t* indices);
+
+// Whole-row states from the definition: (max, sum exp(x - max)) and (count, mean, M2).
+struct RowSoftmaxState {
+  double max = 0, sum_exp = 0;
+  bool nan = false;  // a NaN or +inf in the row
+};
+struct RowMoments {
+  int64_t count = 0;
+  double mean = 0, m2 = 0;
+};
+RowSoftmaxState softmax_state_of(const onorm_rows& x, int64_t row);
+RowMoments moments_of(const onorm_rows& x, int64_t row);
+
 }  // namespace onorm_ref

@@ -217,6 +217,129 @@ TEST(CppApi, NormBackward) {
 
 // A count whose byte size wraps size_t must not allocate the wrapped (tiny) size: upload into
 // such a buffer would then write far past it.
+// Context::cross_entropy: CrossEntropyArgs reach onorm_cross_entropy (targets, ignore_index,
+// smoothing, z_loss, grad_scale, lse, dlogits of another dtype), checked against the reference;
+// a bad label_smoothing throws INVALID_ARGUMENT.
+TEST(CppApi, CrossEntropy) {
+  ONORM_SEEDED_RNG(rng);
+  onorm::Context ctx(ONORM_BACKEND_CPU);
+  const int64_t rows = 4, cols = 50;
+  std::vector<onorm::bf16> x(rows * cols);
+  std::vector<float> dl(rows * cols), loss(rows), lse(rows);
+  for (int64_t i = 0; i < rows * cols; ++i) onorm_ref::encode(cheap_normal(rng, 0.0, 2.0), &x[i], ONORM_BF16, 0);
+  std::vector<int64_t> t(rows);
+  for (int64_t r = 0; r < rows; ++r) t[r] = static_cast<int64_t>(rng() % cols);
+  t[2] = -100;  // ignored
+  onorm::CrossEntropyArgs a;
+  a.targets = t.data();
+  a.label_smoothing = 0.1;
+  a.z_loss = 1e-4;
+  a.grad_scale = 0.25;
+  a.loss = loss.data();
+  a.lse = lse.data();
+  a.dlogits = onorm::Rows(dl.data(), rows, cols);
+  ctx.cross_entropy(onorm::Rows(x.data(), rows, cols), a);
+  onorm_ref::CrossEntropySpec sp;
+  sp.logits = onorm_rows{x.data(), ONORM_BF16, rows, cols, cols};
+  sp.targets = t.data();
+  sp.label_smoothing = 0.1;
+  sp.z_loss = 1e-4;
+  sp.grad_scale = 0.25;
+  const onorm_rows dr{dl.data(), ONORM_F32, rows, cols, cols};
+  const onorm_ref::Report rep =
+      onorm_ref::check_cross_entropy(onorm_ref::compute_cross_entropy(sp), loss.data(), lse.data(), &dr);
+  EXPECT_TRUE(rep.ok()) << rep.describe();
+  a.label_smoothing = 2;
+  try {
+    ctx.cross_entropy(onorm::Rows(x.data(), rows, cols), a);
+    ADD_FAILURE() << "no exception";
+  } catch (const onorm::Error& e) {
+    EXPECT_EQ(e.status(), ONORM_ERROR_INVALID_ARGUMENT);
+  }
+}
+
+// Context::softmax_topk: values and indices against the reference, renormalized; k = 0 throws.
+TEST(CppApi, SoftmaxTopk) {
+  ONORM_SEEDED_RNG(rng);
+  onorm::Context ctx(ONORM_BACKEND_CPU);
+  const int64_t rows = 3, cols = 40, k = 5;
+  std::vector<float> x(rows * cols);
+  std::vector<onorm::f16> v(rows * k);
+  std::vector<int64_t> ix(rows * k);
+  for (float& e : x) e = static_cast<float>(rng() % 9);  // ties
+  ctx.softmax_topk(onorm::Rows(x.data(), rows, cols), k, onorm::Rows(v.data(), rows, k), ix.data(), true);
+  const onorm_ref::Report rep =
+      onorm_ref::check_topk(onorm_ref::compute_topk(onorm_rows{x.data(), ONORM_F32, rows, cols, cols}, k, true), cols,
+                            onorm_rows{v.data(), ONORM_F16, rows, k, k}, ix.data());
+  EXPECT_TRUE(rep.ok()) << rep.describe();
+  try {
+    ctx.softmax_topk(onorm::Rows(x.data(), rows, cols), 0, onorm::Rows(v.data(), rows, 0), ix.data());
+    ADD_FAILURE() << "no exception";
+  } catch (const onorm::Error& e) {
+    EXPECT_EQ(e.status(), ONORM_ERROR_INVALID_ARGUMENT);
+  }
+}
+
+// The partial-state wrappers: two slices through stats, merge and finish equal the whole row's
+// reference (log-softmax; LayerNorm with gamma slices through NormArgs); a residual throws
+// INVALID_ARGUMENT, y_scale UNSUPPORTED.
+TEST(CppApi, PartialStates) {
+  ONORM_SEEDED_RNG(rng);
+  onorm::Context ctx(ONORM_BACKEND_CPU);
+  const int64_t rows = 3, cols = 30, cut = 11;
+  std::vector<float> x(rows * cols), y(rows * cols), g(cols), mean(rows), rstd(rows), scale(rows);
+  for (float& e : x) e = static_cast<float>(cheap_normal(rng, 5.0, 2.0));
+  for (float& e : g) e = static_cast<float>(cheap_normal(rng, 1.0, 0.5));
+  const onorm::Rows left(x.data(), rows, cut, cols), right(x.data() + cut, rows, cols - cut, cols);
+  const onorm::Rows yl(y.data(), rows, cut, cols), yr(y.data() + cut, rows, cols - cut, cols);
+  std::vector<onorm::SoftmaxState> ss(2 * rows), sm(rows);
+  ctx.softmax_stats(left, ss.data());
+  ctx.softmax_stats(right, ss.data() + rows);
+  ctx.softmax_merge(2, rows, ss.data(), sm.data());
+  ctx.softmax_finish(left, sm.data(), yl, true);
+  ctx.softmax_finish(right, sm.data(), yr, true);
+  const onorm_rows xw{x.data(), ONORM_F32, rows, cols, cols}, yw{y.data(), ONORM_F32, rows, cols, cols};
+  onorm_ref::Report rep = onorm_ref::check(onorm_ref::Op::log_softmax,
+                                           onorm_ref::compute(onorm_ref::Op::log_softmax, xw, nullptr, nullptr, 0), yw,
+                                           nullptr, ONORM_F32, nullptr, nullptr);
+  EXPECT_TRUE(rep.ok()) << "log-softmax: " << rep.describe();
+
+  std::vector<onorm::MomentsState> ms(2 * rows);
+  ctx.moments_stats(left, ms.data());
+  ctx.moments_stats(right, ms.data() + rows);
+  ctx.moments_merge(2, rows, ms.data(), ms.data());  // out == in
+  onorm::NormArgs a;
+  a.mean = mean.data();
+  a.rstd = rstd.data();
+  a.gamma = g.data();
+  ctx.norm_finish(left, ms.data(), yl, a);
+  a.gamma = g.data() + cut;
+  ctx.norm_finish(right, ms.data(), yr, a);
+  onorm_ref::NormSpec sp;
+  sp.x = xw;
+  sp.gamma = g.data();
+  const onorm_ref::NormResult ref = onorm_ref::compute_norm(sp);
+  rep = onorm_ref::check_norm(sp, ref, yw, nullptr, 0, mean.data(), rstd.data(), nullptr);
+  EXPECT_TRUE(rep.ok()) << "LayerNorm: " << rep.describe();
+
+  a.residual = left;
+  try {
+    ctx.norm_finish(left, ms.data(), yl, a);
+    ADD_FAILURE() << "no exception (residual)";
+  } catch (const onorm::Error& e) {
+    EXPECT_EQ(e.status(), ONORM_ERROR_INVALID_ARGUMENT);
+  }
+  a.residual = onorm::Rows();
+  a.y_scale = scale.data();
+  std::vector<int8_t> q(rows * cols);
+  try {
+    ctx.norm_finish(left, ms.data(), onorm::Rows(q.data(), rows, cut, cols), a);
+    ADD_FAILURE() << "no exception (y_scale)";
+  } catch (const onorm::Error& e) {
+    EXPECT_EQ(e.status(), ONORM_ERROR_UNSUPPORTED);
+  }
+}
+
 TEST(CppApi, BufferSizeOverflowThrows) {
   onorm::Context ctx(ONORM_BACKEND_CPU);
   const std::size_t max = std::numeric_limits<std::size_t>::max();

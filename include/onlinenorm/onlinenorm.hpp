@@ -179,6 +179,37 @@ struct NormBackwardArgs {
   }
 };
 
+// The arguments of Context::cross_entropy (onorm_cross_entropy), typed, with the C struct's
+// defaults (ignore_index -100, grad_scale 1, nothing else). An empty dlogits view is "not given".
+struct CrossEntropyArgs {
+  const int64_t* targets = nullptr;      // rows class indices (device memory on GPUs)
+  int64_t ignore_index = -100;           // rows aiming here: loss 0, gradient 0
+  double label_smoothing = 0;            // in [0, 1]
+  double z_loss = 0;                     // >= 0: adds z_loss * lse^2
+  float* loss = nullptr;                 // required: rows floats
+  float* lse = nullptr;                  // optional: rows floats
+  Rows dlogits;                          // optional gradient; may be the logits exactly
+  double grad_scale = 1;                 // the gradient is of sum_r grad_scale * loss_r
+  // The C struct; dlogits' view lives in this object.
+  onorm_cross_entropy_args c_args() const {
+    onorm_cross_entropy_args a;
+    onorm_cross_entropy_args_init(&a);
+    a.targets = targets;
+    a.ignore_index = ignore_index;
+    a.label_smoothing = label_smoothing;
+    a.z_loss = z_loss;
+    a.loss = loss;
+    a.lse = lse;
+    a.dlogits = dlogits.data() ? dlogits.get() : nullptr;
+    a.grad_scale = grad_scale;
+    return a;
+  }
+};
+
+// The partial row states (onorm_softmax_state, onorm_moments_state), by their C names.
+using SoftmaxState = onorm_softmax_state;
+using MomentsState = onorm_moments_state;
+
 // ---- backends -------------------------------------------------------------------------------
 
 inline int device_count(onorm_backend backend) { return onorm_backend_device_count(backend); }
@@ -275,6 +306,39 @@ class Context {
   // y or dy exactly.
   void log_softmax_backward(const Rows& y, const Rows& dy, const Rows& dx) {
     check(onorm_log_softmax_backward(ctx_, y.get(), dy.get(), dx.get()));
+  }
+
+  // Cross-entropy of each row of logits against its target: loss (and lse, dlogits) as args say.
+  void cross_entropy(const Rows& logits, const CrossEntropyArgs& args) {
+    const onorm_cross_entropy_args a = args.c_args();
+    check(onorm_cross_entropy(ctx_, logits.get(), &a));
+  }
+  // Per row the k largest entries (ties: the lower column): their softmax probabilities (over
+  // the whole row, or over the k alone with renormalize) into values (rows x k) and their
+  // columns into indices (rows * k).
+  void softmax_topk(const Rows& x, int64_t k, const Rows& values, int64_t* indices, bool renormalize = false) {
+    check(onorm_softmax_topk(ctx_, x.get(), k, renormalize ? 1 : 0, values.get(), indices));
+  }
+  // Partial row states: one state per row of the slice x (cols == 0: the identity).
+  void softmax_stats(const Rows& x, SoftmaxState* states) { check(onorm_softmax_stats(ctx_, x.get(), states)); }
+  void moments_stats(const Rows& x, MomentsState* states) { check(onorm_moments_stats(ctx_, x.get(), states)); }
+  // Merges parts x rows states (part p's state of row r at in[p * rows + r]) into rows states;
+  // out may be in exactly.
+  void softmax_merge(int64_t parts, int64_t rows, const SoftmaxState* in, SoftmaxState* out) {
+    check(onorm_softmax_merge(ctx_, parts, rows, in, out));
+  }
+  void moments_merge(int64_t parts, int64_t rows, const MomentsState* in, MomentsState* out) {
+    check(onorm_moments_merge(ctx_, parts, rows, in, out));
+  }
+  // The softmax (log: log-softmax) of the slice x with each row's merged state.
+  void softmax_finish(const Rows& x, const SoftmaxState* states, const Rows& y, bool log = false) {
+    check(onorm_softmax_finish(ctx_, x.get(), states, log ? 1 : 0, y.get()));
+  }
+  // The norm of args.kind of the slice x with each row's merged moments (gamma/beta: the slice's
+  // own columns; no residual, no dynamic quantization).
+  void norm_finish(const Rows& x, const MomentsState* states, const Rows& y, const NormArgs& args) {
+    const onorm_norm_args a = args.c_args();
+    check(onorm_norm_finish(ctx_, x.get(), states, &a, y.get()));
   }
 
  private:
