@@ -1,6 +1,7 @@
 // onlinenorm::nccl on every GPU of the machine, one process per GPU (tests/nccl/ranks.hpp): rows
 // split by columns into uneven slices (one of them empty) give the single call's results within
-// its bound against a float64 reference, and mean and rstd bitwise the same on every rank.
+// its bound against a float64 reference (softmax, log-softmax, LayerNorm, RMSNorm, cross-entropy),
+// and mean, rstd, loss and lse bitwise the same on every rank.
 // Rows: random, offset (1e4 + N(0,1)) with outliers at the slice boundaries, all -inf, one NaN.
 // Exits 77 (skipped) with fewer than two GPUs.
 #include <cmath>
@@ -20,7 +21,7 @@ namespace {
 struct Result {
   int fails;
   int checks;
-  uint64_t stats_hash;  // FNV-1a of every mean and rstd this rank wrote
+  uint64_t stats_hash;  // FNV-1a of every mean, rstd, loss and lse this rank wrote
   char first_failure[240];
 };
 
@@ -203,6 +204,80 @@ Result run_rank(int rank, int ranks, ncclComm_t comm) {
         }
       }
     }
+    // cross-entropy: targets of the whole row, one ignored row, one out of range; every rank
+    // gets the whole loss (bitwise the same: the hash) and its slice of the gradient.
+    {
+      const double ls = 0.1, z = 1e-4, gs = 1.0 / static_cast<double>(s.rows);
+      std::vector<int64_t> t(static_cast<size_t>(s.rows));
+      for (int64_t r = 0; r < s.rows; ++r) t[r] = r == 2 ? -100 : r == 5 ? s.cols : (r * 7919) % s.cols;
+      void *dt = nullptr, *dl = nullptr, *dlse = nullptr;
+      onorm_malloc(ctx, t.size() * 8, &dt);
+      onorm_malloc(ctx, t.size() * 4, &dl);
+      onorm_malloc(ctx, t.size() * 4, &dlse);
+      onorm_memcpy(ctx, dt, t.data(), t.size() * 8, ONORM_COPY_HOST_TO_DEVICE);
+      onorm_cross_entropy_args a;
+      onorm_cross_entropy_args_init(&a);
+      a.targets = static_cast<const int64_t*>(dt);
+      a.label_smoothing = ls;
+      a.z_loss = z;
+      a.grad_scale = gs;
+      a.loss = static_cast<float*>(dl);
+      a.lse = static_cast<float*>(dlse);
+      a.dlogits = &ys;
+      const onorm_status st = onorm_nccl_cross_entropy(ctx, comm, &xs, c0, &a);
+      ck.check(st == ONORM_OK, std::string("onorm_nccl_cross_entropy: ") + onorm_last_error() + where);
+      fetch_y();
+      std::vector<float> loss(t.size()), lse(t.size());
+      onorm_memcpy(ctx, loss.data(), dl, loss.size() * 4, ONORM_COPY_DEVICE_TO_HOST);
+      onorm_memcpy(ctx, lse.data(), dlse, lse.size() * 4, ONORM_COPY_DEVICE_TO_HOST);
+      hash = fnv(hash, loss.data(), loss.size() * 4);
+      hash = fnv(hash, lse.data(), lse.size() * 4);
+      for (int64_t r = 0; r < s.rows; ++r) {
+        const float* row = &x[static_cast<size_t>(r * s.cols)];
+        double m = -INFINITY, sum = 0;
+        bool nan = false;
+        for (int64_t j = 0; j < s.cols; ++j) {
+          nan = nan || std::isnan(row[j]);
+          m = std::max(m, static_cast<double>(row[j]));
+          sum += row[j];
+        }
+        if (nan || m == -INFINITY) continue;  // NaN and all -inf rows: their rules are the single call's tests'
+        double d = 0;
+        for (int64_t j = 0; j < s.cols; ++j) d += std::exp(static_cast<double>(row[j]) - m);
+        const double l = m + std::log(d);
+        ck.check(std::fabs(lse[r] - l) <= 1e-6 * (std::fabs(l) + 1), "lse row " + std::to_string(r) + where);
+        const bool ignored = t[r] == -100, out = t[r] >= s.cols;
+        if (ignored) {
+          ck.check(loss[r] == 0.0f, "ignored row's loss" + where);
+        } else if (out) {
+          ck.check(std::isnan(loss[r]), "out-of-range target's loss" + where);
+        } else {
+          const double ref = l - (1 - ls) * row[t[r]] - ls * sum / s.cols + z * l * l;
+          ck.check(std::fabs(loss[r] - ref) <= 1e-6 * (std::fabs(l) + 1) + 1e-6 * std::fabs(ref),
+                   "loss row " + std::to_string(r) + ": " + std::to_string(loss[r]) + " vs " + std::to_string(ref) + where);
+        }
+        for (int64_t j = 0; j < cn; ++j) {
+          const double got = y[static_cast<size_t>(r * cn + j)];
+          if (ignored) {
+            if (got != 0.0) {
+              ck.check(false, "ignored row's gradient" + where);
+              break;
+            }
+            continue;
+          }
+          const double sm = std::exp(static_cast<double>(row[c0 + j]) - l);
+          const double q = (1 - ls) * (c0 + j == t[r]) + ls / s.cols;
+          const double ref = out ? NAN : gs * ((1 + 2 * z * l) * sm - q);
+          const double bound = std::fabs(gs) * (1e-5 * (1 + 2 * z * (std::fabs(l) + 1)) * sm + 1e-30) + 1e-6 * std::fabs(gs);
+          if (!close_or_both_nan(got, ref, bound)) {
+            ck.check(false, "dlogits row " + std::to_string(r) + " col " + std::to_string(c0 + j) + ": " +
+                                std::to_string(got) + " vs " + std::to_string(ref) + where);
+            break;
+          }
+        }
+      }
+      for (void* p : {dt, dl, dlse}) onorm_free(ctx, p);
+    }
     for (void* p : {dx, dy, dg, dbeta, dm, dr}) onorm_free(ctx, p);
   }
   // Refused before the collective (every rank alike), with nothing to wait for.
@@ -228,7 +303,7 @@ int main() {
                 results[r].fails ? ": " : "", results[r].first_failure);
     fails += results[r].fails;
     if (results[r].stats_hash != results[0].stats_hash) {
-      std::printf("rank %d: mean/rstd differ from rank 0's\n", r);
+      std::printf("rank %d: mean, rstd, loss or lse differ from rank 0's\n", r);
       ++fails;
     }
   }
