@@ -11,6 +11,8 @@
 #pragma once
 
 #include "norm_options.hpp"
+#include "partial_rows.hpp"
+#include "partial_state.hpp"
 #include "row_plan.hpp"
 #include "workspace.hpp"
 
@@ -45,6 +47,22 @@ class Launcher {
   onorm_status merge(unsigned gx, unsigned gy, const void* in, void* out, int64_t count) {
     merge_states_kernel<S, W, BLOCK><<<dim3(gx, gy), BLOCK, 0, rt_.stream()>>>(in, out, count);
     return rt_.check("split merge launch");
+  }
+  template <typename R, int W, int BLOCK>
+  onorm_status state_out(unsigned gx, const RowArgs& a, const SplitArgs& s, void* states) {
+    state_out_kernel<R, W, BLOCK><<<gx, BLOCK, 0, rt_.stream()>>>(a, s, states);
+    return rt_.check("state out launch");
+  }
+  template <typename R>
+  onorm_status state_coefs(int64_t n, const RowArgs& a, const SplitArgs& s, const void* states) {
+    const unsigned grid = static_cast<unsigned>((n + kStateBlock - 1) / kStateBlock);
+    state_coefs_kernel<R><<<grid, kStateBlock, 0, rt_.stream()>>>(a, s, states, n);
+    return rt_.check("state coefficients launch");
+  }
+  template <typename S>
+  onorm_status merge_parts(int64_t rows, int64_t parts, const void* in, void* out) {
+    merge_parts_kernel<S><<<merge_parts_grid(rows), kStateBlock, 0, rt_.stream()>>>(in, out, parts, rows);
+    return rt_.check("state merge launch");
   }
   template <typename R, int W, int BLOCK>
   int staged_per_sm(size_t smem, onorm_status& status) {
@@ -88,12 +106,15 @@ class Launcher {
 
 // Runs a validated request of op Op with first input In through the plan on warp width W (the
 // norms' residual add and quantized output: norm_options.hpp, with plan(p): the backend's entry
-// for a request of any input dtype, the row kernels of each pair being in files of their own).
+// for a request of any input dtype, the row kernels of each pair being in files of their own;
+// the stats and finish of partial row states: partial_rows.hpp).
 template <typename Op, typename In, int W, typename Rt, typename Plan>
 onorm_status launch_request(Rt& rt, const onorm_request& q, char* err, size_t err_len, Plan&& plan) {
   Launcher<Rt> l(rt);
   onorm_status s;
-  if constexpr (kRowOptions<Op>) {
+  if (q.stage != ONORM_STAGE_WHOLE) {
+    s = run_partial<Op, In, W>(rt, l, q, plan, err, err_len);
+  } else if constexpr (kRowOptions<Op>) {
     s = needs_norm_options(q) ? run_norm_options<Op, In, W>(rt, l, q, plan) : plan_op<Op, In, W>(q, l, err, err_len);
   } else {
     (void)plan;

@@ -1,0 +1,14 @@
+// The CUDA entry of softmax top-k (gpu/softmax_topk.hpp).
+#include "cuda_runtime.cuh"
+#include "softmax_topk.hpp"
+
+namespace onorm {
+namespace cuda {
+
+onorm_status run_softmax_topk(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len) {
+  CudaRuntime rt(ctx, err, err_len);
+  return gpu::run_softmax_topk<kWarp>(rt, q);
+}
+
+}  // namespace cuda
+}  // namespace onorm
