@@ -7,7 +7,8 @@ namespace cuda {
 
 onorm_status run_cross_entropy(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len) {
   CudaRuntime rt(ctx, err, err_len);
-  return gpu::run_cross_entropy<kWarp>(rt, q);
+  gpu::Launcher<CudaRuntime> l(rt);
+  return gpu::run_cross_entropy<kWarp>(l, q);
 }
 
 }  // namespace cuda

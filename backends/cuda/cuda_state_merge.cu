@@ -7,7 +7,8 @@ namespace cuda {
 
 onorm_status run_state_merge(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len) {
   CudaRuntime rt(ctx, err, err_len);
-  return gpu::run_state_merge(rt, q);
+  gpu::Launcher<CudaRuntime> l(rt);
+  return gpu::run_state_merge(l, q);
 }
 
 }  // namespace cuda

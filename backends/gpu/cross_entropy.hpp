@@ -10,6 +10,8 @@
 // A row's results depend on that row alone (batch invariance); no atomics.
 #pragma once
 
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+
 #include <algorithm>
 #include <cstdint>
 
@@ -96,18 +98,15 @@ __global__ void __launch_bounds__(BLOCK) cross_entropy_kernel(CrossEntropyArgs a
   }
 }
 
-template <typename In, int WARP, typename Rt>
-onorm_status launch_cross_entropy(Rt& rt, const CrossEntropyArgs& a) {
-  // A block per row; the blocks loop over the rows past a few per multiprocessor.
-  const int64_t blocks = std::min<int64_t>(a.rows, int64_t(16) * std::max(rt.caps().sms, 1));
-  cross_entropy_kernel<In, WARP, kCrossEntropyBlock>
-      <<<static_cast<unsigned>(blocks), kCrossEntropyBlock, 0, rt.stream()>>>(a);
-  return rt.check("cross entropy launch");
+// Blocks of a driver kernel that holds a row per block: one per row, up to a few per
+// multiprocessor (the blocks loop over the rows past that).
+inline unsigned row_blocks(int64_t rows, int sms) {
+  return static_cast<unsigned>(std::min<int64_t>(rows, int64_t(16) * std::max(sms, 1)));
 }
 
-// Runs a validated cross-entropy request on warp width WARP (rt: the backend's runtime).
-template <int WARP, typename Rt>
-onorm_status run_cross_entropy(Rt& rt, const onorm_request& q) {
+// Runs a validated cross-entropy request on warp width WARP with launcher l (launcher.hpp).
+template <int WARP, typename L>
+onorm_status run_cross_entropy(L& l, const onorm_request& q) {
   const onorm_rows& x = q.in[0];
   CrossEntropyArgs a{};
   a.x = x.data;
@@ -130,10 +129,11 @@ onorm_status run_cross_entropy(Rt& rt, const onorm_request& q) {
   for (int p = 0; p < ONORM_REQUEST_PARAMS; ++p) a.param[p] = q.param[p];
   a.rows = x.rows;
   a.cols = x.cols;
+  const unsigned grid = row_blocks(a.rows, l.caps().sms);
   switch (x.dtype) {
-    case ONORM_F32: return launch_cross_entropy<float, WARP>(rt, a);
-    case ONORM_F16: return launch_cross_entropy<core::f16_bits, WARP>(rt, a);
-    default: return launch_cross_entropy<core::bf16_bits, WARP>(rt, a);
+    case ONORM_F32: return l.template cross_entropy<float, WARP>(grid, a);
+    case ONORM_F16: return l.template cross_entropy<core::f16_bits, WARP>(grid, a);
+    default: return l.template cross_entropy<core::bf16_bits, WARP>(grid, a);
   }
 }
 

@@ -11,13 +11,14 @@
 //           as RMSNorm's sum of squares), which the finish reads (row_coefs), mean / rstd
 //           written by the finish; then split_chunk_kernel's finish modes (param_dtype,
 //           weight_offset). A statically quantized y: the float finish into a staging buffer,
-//           then the quantizer (norm_options.hpp). Dynamic quantization never arrives here
-//           (validation: UNSUPPORTED).
+//           then the quantizer (norm_options.hpp; launcher.hpp: run_partial). Dynamic
+//           quantization never arrives (validation: UNSUPPORTED).
 #pragma once
+
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
 
 #include <cstdio>
 
-#include "norm_options.hpp"
 #include "partial_state.hpp"
 #include "row_plan.hpp"
 
@@ -33,6 +34,7 @@ __global__ void __launch_bounds__(BLOCK) state_out_kernel(RowArgs a, SplitArgs s
   using S = typename Op::Merged;
   const int64_t row = s.row0 + blockIdx.x;
   S st = static_cast<const S*>(s.final_states)[blockIdx.x];
+  (void)a;  // read again: ops with a float64 fallback only
   if constexpr (Op::kF64Fallback) {
     const double no_eps[ONORM_REQUEST_PARAMS] = {};
     bool ok;
@@ -112,32 +114,6 @@ onorm_status place_finish(const RowArgs& a, L& l, const Columns& cols, const voi
     if (onorm_status e = launch_finish<R, W, Shape::kItems>(l, cols, gx, gy, a, s)) return e;
   }
   return ONORM_OK;
-}
-
-// Runs a validated STATS or FINISH request of op Op with first input In on warp width W
-// (rt: the backend's runtime; plan(p): a request of any input dtype, as launch_request takes it).
-template <typename Op, typename In, int W, typename Rt, typename L, typename Plan>
-onorm_status run_partial(Rt& rt, L& l, const onorm_request& q, Plan&& plan, char* err, size_t err_len) {
-  if constexpr (!kPartialStates<Op>) {
-    (void)rt, (void)l, (void)plan;
-    if (err && err_len) std::snprintf(err, err_len, "gpu: %s has no partial row states", core::ops::name(q.op));
-    return ONORM_ERROR_INTERNAL;
-  } else {
-    using R = Row<Op, In>;
-    const RowArgs a = row_args(q);
-    if (q.stage == ONORM_STAGE_STATS) {
-      if constexpr (std::is_same<typename Op::Merged, partial_state_t<Op>>::value) {
-        return place_stats<R, W>(a, l, q.state_out);
-      } else {  // RMSNorm: its moments are LayerNorm's (onorm_moments_stats)
-        if (err && err_len) std::snprintf(err, err_len, "gpu: %s stats are LayerNorm's moments", core::ops::name(q.op));
-        return ONORM_ERROR_INTERNAL;
-      }
-    }
-    if constexpr (kRowOptions<Op>) {
-      if (is_quantized(q.out[0].dtype)) return run_options_around_plan<W>(rt, q, plan);
-    }
-    return place_finish<R, W>(a, l, columns_of(q), q.state_in);
-  }
 }
 
 }  // namespace gpu

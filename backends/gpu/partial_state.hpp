@@ -7,12 +7,12 @@
 //                        parts == 0 writes the identity (also a stats call of no columns).
 #pragma once
 
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
-
-#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
 #include "backend_interface.h"
 #include "onlinenorm/core/max_sum.hpp"
 #include "onlinenorm/core/moments.hpp"
@@ -72,17 +72,12 @@ inline unsigned merge_parts_grid(int64_t rows) {
   return static_cast<unsigned>(std::min<int64_t>((rows + kStateBlock - 1) / kStateBlock, int64_t(1) << 20));
 }
 
-// Runs a validated MERGE request (no row tensors) on the runtime's stream.
-template <typename Rt>
-onorm_status run_state_merge(Rt& rt, const onorm_request& q) {
-  const unsigned grid = merge_parts_grid(q.state_rows);
+// Runs a validated MERGE request (no row tensors) with launcher l (launcher.hpp: merge_parts).
+template <typename L>
+onorm_status run_state_merge(L& l, const onorm_request& q) {
   if (q.op == ONORM_OP_SOFTMAX || q.op == ONORM_OP_LOG_SOFTMAX)
-    merge_parts_kernel<core::MaxSum<float>>
-        <<<grid, kStateBlock, 0, rt.stream()>>>(q.state_in, q.state_out, q.state_parts, q.state_rows);
-  else
-    merge_parts_kernel<core::Welford<double>>
-        <<<grid, kStateBlock, 0, rt.stream()>>>(q.state_in, q.state_out, q.state_parts, q.state_rows);
-  return rt.check("state merge launch");
+    return l.template merge_parts<core::MaxSum<float>>(q.state_rows, q.state_parts, q.state_in, q.state_out);
+  return l.template merge_parts<core::Welford<double>>(q.state_rows, q.state_parts, q.state_in, q.state_out);
 }
 
 }  // namespace gpu

@@ -15,11 +15,14 @@
 // (NaN keys come first) and k distinct columns. A row's results depend on that row alone.
 #pragma once
 
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+
 #include <algorithm>
 #include <cstdint>
 
 #include "onlinenorm/core/ops/softmax.hpp"
 #include "onlinenorm/core/ops/softmax_topk.hpp"
+#include "cross_entropy.hpp"  // row_blocks
 #include "row_args.hpp"
 #include "row_logit_stats.hpp"
 
@@ -193,16 +196,10 @@ __global__ void __launch_bounds__(BLOCK) softmax_topk_kernel(TopkArgs a) {
   }
 }
 
-template <typename In, int WARP, typename Rt>
-onorm_status launch_softmax_topk(Rt& rt, const TopkArgs& a) {
-  const int64_t blocks = std::min<int64_t>(a.rows, int64_t(16) * std::max(rt.caps().sms, 1));
-  softmax_topk_kernel<In, WARP, kTopkBlock><<<static_cast<unsigned>(blocks), kTopkBlock, 0, rt.stream()>>>(a);
-  return rt.check("softmax top-k launch");
-}
-
-// Runs a validated softmax top-k request with k <= SoftmaxTopk::kGpuMaxK on warp width WARP.
-template <int WARP, typename Rt>
-onorm_status run_softmax_topk(Rt& rt, const onorm_request& q) {
+// Runs a validated softmax top-k request with k <= SoftmaxTopk::kGpuMaxK on warp width WARP
+// with launcher l (launcher.hpp).
+template <int WARP, typename L>
+onorm_status run_softmax_topk(L& l, const onorm_request& q) {
   const onorm_rows &x = q.in[0], &v = q.out[0];
   TopkArgs a{};
   a.x = x.data;
@@ -216,10 +213,11 @@ onorm_status run_softmax_topk(Rt& rt, const onorm_request& q) {
   a.cols = x.cols;
   a.k = q.k;
   a.renormalize = q.renormalize;
+  const unsigned grid = row_blocks(a.rows, l.caps().sms);
   switch (x.dtype) {
-    case ONORM_F32: return launch_softmax_topk<float, WARP>(rt, a);
-    case ONORM_F16: return launch_softmax_topk<core::f16_bits, WARP>(rt, a);
-    default: return launch_softmax_topk<core::bf16_bits, WARP>(rt, a);
+    case ONORM_F32: return l.template softmax_topk<float, WARP>(grid, a);
+    case ONORM_F16: return l.template softmax_topk<core::f16_bits, WARP>(grid, a);
+    default: return l.template softmax_topk<core::bf16_bits, WARP>(grid, a);
   }
 }
 

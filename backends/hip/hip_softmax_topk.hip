@@ -9,7 +9,8 @@ namespace hip {
 template <int W>
 onorm_status run_softmax_topk(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
   HipRuntime rt(ctx, err, err_len);
-  return gpu::run_softmax_topk<W>(rt, q);
+  gpu::Launcher<HipRuntime> l(rt);
+  return gpu::run_softmax_topk<W>(l, q);
 }
 
 #if defined(__HIP_PLATFORM_NVIDIA__)

@@ -8,7 +8,8 @@ namespace hip {
 
 onorm_status run_state_merge(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
   HipRuntime rt(ctx, err, err_len);
-  return gpu::run_state_merge(rt, q);
+  gpu::Launcher<HipRuntime> l(rt);
+  return gpu::run_state_merge(l, q);
 }
 
 }  // namespace hip
