@@ -205,11 +205,19 @@ TEST(DriverOps, CrossEntropy) {
       {ONORM_F32, ONORM_F32, 1, 0.0, 0.0, 1.0, false},      {ONORM_F32, ONORM_F32, 37, 0.1, 1e-3, 0.5, false},
       {ONORM_BF16, ONORM_F32, 5000, 0.0, 0.0, 1.0, false},  {ONORM_F16, ONORM_BF16, 4097, 0.2, 0.0, -2.0, false},
       {ONORM_F32, ONORM_F32, 9000, 0.1, 1e-4, 1.0, true},   {ONORM_BF16, ONORM_BF16, 333, 0.0, 0.0, 1.0, true},
+      {ONORM_F16, ONORM_BF16, 1000, 0.1, 0.0, 1.0, true},
   };
   for (const CeCase& c : cases) {
     run_ce<32>(c, rng);
     run_ce<64>(c, rng);
   }
+}
+
+// A vocabulary of 2^24 + 3 columns: the bound holds at that length (the steps' states merged
+// pairwise, not summed one by one).
+TEST(DriverOps, CrossEntropyLongRow) {
+  std::mt19937_64 rng(3);
+  run_ce<32>(CeCase{ONORM_F32, ONORM_BF16, (int64_t(1) << 24) + 3, 0.1, 1e-4, 1.0, false}, rng);
 }
 
 // ------------------------------------------------------------------ softmax top-k
