@@ -73,10 +73,22 @@ ONORM_DEV uint32_t kth_key(const In* x, int64_t cols, int64_t k, Sh& sh, int64_t
     for (int b = tid; b < kRadixBins; b += BLOCK) sh.hist[b] = 0;
     shim::sync_threads();
     const uint32_t high = shift + kRadixBits >= 32 ? 0u : ~0u << (shift + kRadixBits);  // the digits chosen
+    // A thread counts a run of one bin before its atomic: rows of many equal keys (masked,
+    // all -inf) would otherwise queue every element on one counter.
+    int run_bin = -1;
+    unsigned long long run = 0;
     for (int64_t c = tid; c < cols; c += BLOCK) {
       const uint32_t key = Topk::key(io<In>::load1(x + c));
-      if ((key & high) == prefix) atomicAdd(&sh.hist[(key >> shift) & (kRadixBins - 1)], 1ull);
+      if ((key & high) != prefix) continue;
+      const int bin = static_cast<int>((key >> shift) & (kRadixBins - 1));
+      if (bin != run_bin) {
+        if (run) atomicAdd(&sh.hist[run_bin], run);
+        run_bin = bin;
+        run = 0;
+      }
+      ++run;
     }
+    if (run) atomicAdd(&sh.hist[run_bin], run);
     shim::sync_threads();
     if (tid == 0) {
       // From the top bin down: the bin where the count reaches `need`.
