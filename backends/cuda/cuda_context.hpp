@@ -43,9 +43,16 @@ template <typename Op, typename In>
 onorm_status run_rows(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
 // Runs a validated request of a column op (cuda_norm_backward.cu). Call with ctx.mu held.
 onorm_status run_norm_backward(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
+// Runs a validated request of a driver op (cuda_cross_entropy.cu, cuda_softmax_topk.cu: top-k
+// with k <= SoftmaxTopk::kGpuMaxK) or a merge of partial states (cuda_state_merge.cu). Call
+// with ctx.mu held.
+onorm_status run_cross_entropy(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
+onorm_status run_softmax_topk(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
+onorm_status run_state_merge(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
 
-// Runs a validated request of a row op (the norms' options included: gpu/norm_options.hpp)
-// through the row plan (cuda_module.cu: the row kernels are instantiated in their own files only).
+// Runs a validated request of a row op (the norms' options included: gpu/norm_options.hpp; the
+// stats and finish of partial states: gpu/partial_rows.hpp) through the row plan
+// (cuda_module.cu: the row kernels are instantiated in their own files only).
 onorm_status run_plan(CudaContext& ctx, const onorm_request& q, char* err, size_t err_len);
 
 }  // namespace cuda

@@ -10,8 +10,12 @@
 //   (kClusters) cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<R, W, ITEMS, BLOCK>(grid, K, a, s)
 #pragma once
 
+#include "cross_entropy.hpp"
 #include "norm_options.hpp"
+#include "partial_rows.hpp"
+#include "partial_state.hpp"
 #include "row_plan.hpp"
+#include "softmax_topk.hpp"
 #include "workspace.hpp"
 
 namespace onorm {
@@ -45,6 +49,32 @@ class Launcher {
   onorm_status merge(unsigned gx, unsigned gy, const void* in, void* out, int64_t count) {
     merge_states_kernel<S, W, BLOCK><<<dim3(gx, gy), BLOCK, 0, rt_.stream()>>>(in, out, count);
     return rt_.check("split merge launch");
+  }
+  template <typename R, int W, int BLOCK>
+  onorm_status state_out(unsigned gx, const RowArgs& a, const SplitArgs& s, void* states) {
+    state_out_kernel<R, W, BLOCK><<<gx, BLOCK, 0, rt_.stream()>>>(a, s, states);
+    return rt_.check("state out launch");
+  }
+  template <typename R>
+  onorm_status state_coefs(int64_t n, const RowArgs& a, const SplitArgs& s, const void* states) {
+    const unsigned grid = static_cast<unsigned>((n + kStateBlock - 1) / kStateBlock);
+    state_coefs_kernel<R><<<grid, kStateBlock, 0, rt_.stream()>>>(a, s, states, n);
+    return rt_.check("state coefficients launch");
+  }
+  template <typename S>
+  onorm_status merge_parts(int64_t rows, int64_t parts, const void* in, void* out) {
+    merge_parts_kernel<S><<<merge_parts_grid(rows), kStateBlock, 0, rt_.stream()>>>(in, out, parts, rows);
+    return rt_.check("state merge launch");
+  }
+  template <typename In, int W>
+  onorm_status cross_entropy(unsigned grid, const CrossEntropyArgs& a) {
+    cross_entropy_kernel<In, W, kCrossEntropyBlock><<<grid, kCrossEntropyBlock, 0, rt_.stream()>>>(a);
+    return rt_.check("cross entropy launch");
+  }
+  template <typename In, int W>
+  onorm_status softmax_topk(unsigned grid, const TopkArgs& a) {
+    softmax_topk_kernel<In, W, kTopkBlock><<<grid, kTopkBlock, 0, rt_.stream()>>>(a);
+    return rt_.check("softmax top-k launch");
   }
   template <typename R, int W, int BLOCK>
   int staged_per_sm(size_t smem, onorm_status& status) {
@@ -86,14 +116,44 @@ class Launcher {
   bool used_ = false;
 };
 
+// Runs a validated STATS or FINISH request of op Op with first input In on warp width W
+// (rt: the backend's runtime; plan(p): a request of any input dtype, as launch_request takes it).
+template <typename Op, typename In, int W, typename Rt, typename L, typename Plan>
+onorm_status run_partial(Rt& rt, L& l, const onorm_request& q, Plan&& plan, char* err, size_t err_len) {
+  if constexpr (!kPartialStates<Op>) {
+    (void)rt, (void)l, (void)plan;
+    if (err && err_len) std::snprintf(err, err_len, "gpu: %s has no partial row states", core::ops::name(q.op));
+    return ONORM_ERROR_INTERNAL;
+  } else {
+    (void)rt, (void)plan;  // a finish of a quantized y only
+    using R = Row<Op, In>;
+    const RowArgs a = row_args(q);
+    if (q.stage == ONORM_STAGE_STATS) {
+      if constexpr (std::is_same<typename Op::Merged, partial_state_t<Op>>::value) {
+        return place_stats<R, W>(a, l, q.state_out);
+      } else {  // RMSNorm: its moments are LayerNorm's (onorm_moments_stats)
+        if (err && err_len) std::snprintf(err, err_len, "gpu: %s stats are LayerNorm's moments", core::ops::name(q.op));
+        return ONORM_ERROR_INTERNAL;
+      }
+    }
+    if constexpr (kRowOptions<Op>) {
+      if (is_quantized(q.out[0].dtype)) return run_options_around_plan<W>(rt, q, plan);
+    }
+    return place_finish<R, W>(a, l, columns_of(q), q.state_in);
+  }
+}
+
 // Runs a validated request of op Op with first input In through the plan on warp width W (the
 // norms' residual add and quantized output: norm_options.hpp, with plan(p): the backend's entry
-// for a request of any input dtype, the row kernels of each pair being in files of their own).
+// for a request of any input dtype, the row kernels of each pair being in files of their own;
+// the stats and finish of partial row states: partial_rows.hpp).
 template <typename Op, typename In, int W, typename Rt, typename Plan>
 onorm_status launch_request(Rt& rt, const onorm_request& q, char* err, size_t err_len, Plan&& plan) {
   Launcher<Rt> l(rt);
   onorm_status s;
-  if constexpr (kRowOptions<Op>) {
+  if (q.stage != ONORM_STAGE_WHOLE) {
+    s = run_partial<Op, In, W>(rt, l, q, plan, err, err_len);
+  } else if constexpr (kRowOptions<Op>) {
     s = needs_norm_options(q) ? run_norm_options<Op, In, W>(rt, l, q, plan) : plan_op<Op, In, W>(q, l, err, err_len);
   } else {
     (void)plan;

@@ -217,6 +217,8 @@ onorm_status run_options_around_plan(Rt& rt, const onorm_request& q, Plan&& plan
       if (q.row_out[k]) p.row_out[k] = q.row_out[k] + r0;
     p.y_scale = nullptr;
     p.y_static_scale = 0.0;
+    // A finish from partial states (a norm's: moments) takes its batch's states.
+    if (q.stage == ONORM_STAGE_FINISH) p.state_in = static_cast<const onorm_moments_state*>(q.state_in) + r0;
     if (residual) {
       const onorm_rows r = rows_slice(*res, r0, n);
       const onorm_rows h = res_out ? rows_slice(*res_out, r0, n) : onorm_rows{staging, x.dtype, n, cols, cols};

@@ -242,19 +242,54 @@ onorm_status launch_finish(L& l, const Columns& cols, unsigned gx, unsigned gy, 
   return l.template split<R, W, ITEMS, kSplitBlock, kModeFinish>(gx, gy, a, s);
 }
 
+// Rows per two-read batch: a batch's rows fit half the L2 (they are read twice), and grid y
+// holds at most 65535.
+template <typename R, typename L>
+int64_t two_read_batch(const RowArgs& a, L& l) {
+  const int64_t row_bytes = std::max<int64_t>(1, a.cols * staged_bytes_per_element<R>());
+  const int64_t batch = std::max<int64_t>(1, (l.caps().l2_bytes / 2) / row_bytes);
+  return std::min<int64_t>({batch, a.rows, 65535});
+}
+
+// Bytes of the two buffers of a batch's chunk states (level 0: K per row; level 1: the first
+// merge's outputs).
+template <typename R>
+void two_read_state_bytes(int64_t batch, int64_t K, size_t& buf0, size_t& buf1) {
+  using S = typename R::Op::Merged;
+  const int64_t level1 = (K + kSplitBlock - 1) / kSplitBlock;
+  buf0 = size_t(batch * K) * sizeof(S);
+  buf1 = size_t(batch * level1) * sizeof(S);
+}
+
+// The merged state of each of the gy rows from s.row0 (gx = K chunks a row): the chunk states
+// into b0 (split_chunk_kernel<kModeStats>), merged per row in the fixed tree, b0 and b1 in
+// turn; s.final_states receives the buffer left with one state per row.
+template <typename R, int W, typename L>
+onorm_status two_read_states(const RowArgs& a, L& l, SplitArgs& s, unsigned gx, unsigned gy, char* b0, char* b1) {
+  using S = typename R::Op::Merged;
+  constexpr int kItems = SplitShape<R>::kItems;
+  s.entries = b0;
+  if (onorm_status e = l.template split<R, W, kItems, kSplitBlock, kModeStats>(gx, gy, a, s)) return e;
+  char* in = b0;
+  char* out = b1;
+  for (int64_t count = gx; count > 1; count = (count + kSplitBlock - 1) / kSplitBlock) {
+    const unsigned outs = static_cast<unsigned>((count + kSplitBlock - 1) / kSplitBlock);
+    if (onorm_status e = l.template merge<S, W, kSplitBlock>(outs, gy, in, out, count)) return e;
+    std::swap(in, out);
+  }
+  s.final_states = in;
+  return ONORM_OK;
+}
+
 template <typename R, int W, typename L>
 onorm_status place_two_read(const RowArgs& a, L& l, const Columns& cols) {
   using Op = typename R::Op;
-  using S = typename Op::Merged;
   using Shape = SplitShape<R>;
   constexpr int kItems = Shape::kItems;
   const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
-  const int64_t row_bytes = a.cols * staged_bytes_per_element<R>();
-  int64_t batch = std::max<int64_t>(1, (l.caps().l2_bytes / 2) / row_bytes);
-  batch = std::min<int64_t>({batch, a.rows, 65535});
-  const int64_t level1 = (K + kSplitBlock - 1) / kSplitBlock;
-  const size_t buf0 = size_t(batch * K) * sizeof(S);
-  const size_t buf1 = size_t(batch * level1) * sizeof(S);
+  const int64_t batch = two_read_batch<R>(a, l);
+  size_t buf0, buf1;
+  two_read_state_bytes<R>(batch, K, buf0, buf1);
   const size_t buf2 = Op::kF64Fallback ? size_t(batch) * sizeof(coefs_t<Op>) : 0;
   onorm_status status = ONORM_OK;
   char* b0 = static_cast<char*>(l.workspace(buf0 + buf1 + buf2, status));
@@ -266,18 +301,9 @@ onorm_status place_two_read(const RowArgs& a, L& l, const Columns& cols) {
     s.chunk = Shape::kChunk;
     s.chunks = K;
     s.row0 = r0;
-    s.entries = b0;
     s.col_offset0 = cols.offset;
     const unsigned gx = static_cast<unsigned>(K), gy = static_cast<unsigned>(nb);
-    if (onorm_status e = l.template split<R, W, kItems, kSplitBlock, kModeStats>(gx, gy, a, s)) return e;
-    char* in = b0;
-    char* out = b1;
-    for (int64_t count = K; count > 1; count = (count + kSplitBlock - 1) / kSplitBlock) {
-      const unsigned outs = static_cast<unsigned>((count + kSplitBlock - 1) / kSplitBlock);
-      if (onorm_status e = l.template merge<S, W, kSplitBlock>(outs, gy, in, out, count)) return e;
-      std::swap(in, out);
-    }
-    s.final_states = in;
+    if (onorm_status e = two_read_states<R, W>(a, l, s, gx, gy, b0, b1)) return e;
     if constexpr (Op::kF64Fallback) {  // coefficients before the finish writes (in place)
       s.row_coefs = b1 + buf1;
       if (onorm_status e = l.template row_coefs<R, W, kSplitBlock>(gy, a, s)) return e;

@@ -45,9 +45,17 @@ onorm_status run_rows(HipContext& ctx, const onorm_request& request, char* err, 
 // Runs a validated request of a column op (hip_norm_backward.hip). Call with ctx.mu held.
 template <int W>
 onorm_status run_norm_backward(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
+// Runs a validated request of a driver op (hip_cross_entropy.hip, hip_softmax_topk.hip: top-k
+// with k <= SoftmaxTopk::kGpuMaxK) or a merge of partial states (hip_state_merge.hip). Call
+// with ctx.mu held.
+template <int W>
+onorm_status run_cross_entropy(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
+template <int W>
+onorm_status run_softmax_topk(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
+onorm_status run_state_merge(HipContext& ctx, const onorm_request& request, char* err, size_t err_len);
 
-// Runs a validated request of a row op (the norms' options included: gpu/norm_options.hpp)
-// through the row plan
+// Runs a validated request of a row op (the norms' options included: gpu/norm_options.hpp; the
+// stats and finish of partial states: gpu/partial_rows.hpp) through the row plan
 // (hip_backend.hip: the row kernels are instantiated in their own files only).
 template <int W>
 onorm_status run_plan(HipContext& ctx, const onorm_request& q, char* err, size_t err_len);

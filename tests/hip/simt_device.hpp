@@ -47,3 +47,9 @@ inline float __logf(float x) { return ::logf(x); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float rsqrtf(float x) { return 1.0f / ::sqrtf(x); }
 template <typename T> inline T __ldg(const T* p) { return *p; }
+// Atomics: one thread runs at a time, switching only at collectives, so a plain update is atomic.
+template <typename T> inline T atomicAdd(T* p, T v) {
+  const T old = *p;
+  *p = old + v;
+  return old;
+}

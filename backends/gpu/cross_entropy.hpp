@@ -1,0 +1,141 @@
+// Cross-entropy on GPUs (core/ops/cross_entropy.hpp; API.md, "cross-entropy"), shared by CUDA
+// and HIP: cross_entropy_kernel, a block per row (a grid-stride loop over the rows), any row
+// length:
+//   pass 1   the row's LogitStats (row_logit_stats.hpp); thread 0 reads the target's logit,
+//            takes CrossEntropy::row once (double) and writes loss and lse;
+//   barrier  every thread has read the row and x_t before any writes: dlogits may be logits
+//            (in place, the same stride and element size);
+//   pass 2   dlogits (when asked) = CrossEntropy::grad of each element, each written by the
+//            thread that read it; rows of ignore_index write zeros without reading the row.
+// A row's results depend on that row alone (batch invariance); no atomics.
+#pragma once
+
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+
+#include <algorithm>
+#include <cstdint>
+
+#include "onlinenorm/core/ops/cross_entropy.hpp"
+#include "row_args.hpp"
+#include "row_logit_stats.hpp"
+
+namespace onorm {
+namespace gpu {
+
+constexpr int kCrossEntropyBlock = 256;
+
+struct CrossEntropyArgs {
+  const void* x;
+  int64_t x_stride;
+  void* dx;  // null: no gradient
+  int64_t dx_stride;
+  int dx_dtype;
+  int x_vec, dx_vec;  // every row aligned for 16-byte loads / VEC-element stores
+  const int64_t* targets;
+  int64_t ignore_index;
+  float* loss;
+  float* lse;  // or null
+  double param[ONORM_REQUEST_PARAMS];
+  int64_t rows, cols;
+};
+
+// Pass 2 of a row: dlogits of element type Out.
+template <typename In, typename Out, int BLOCK>
+ONORM_DEV void write_dlogits(const CrossEntropyArgs& a, const In* x, int64_t row, const core::ops::CrossEntropy::Coefs& cf) {
+  using Steps = LogitSteps<In>;
+  constexpr int VEC = Steps::kVec, ITEMS = Steps::kItems, E = Steps::kElems;
+  constexpr int64_t kStep = int64_t(BLOCK) * E;
+  const GpuMath m;
+  const int tid = static_cast<int>(threadIdx.x);
+  Out* y = static_cast<Out*>(a.dx) + row * a.dx_stride;
+  for (int64_t base = 0; base < a.cols; base += kStep) {
+    const int n = static_cast<int>(a.cols - base < kStep ? a.cols - base : kStep);
+    float v[E];
+    if (cf.zero) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) v[e] = 0.0f;
+    } else {
+      load_items<In, ITEMS, BLOCK, VEC>(x + base, n, tid, v, a.x_vec != 0, 0.0f);
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const int64_t c = base + (tid + i * BLOCK) * VEC + j;
+          v[i * VEC + j] = core::ops::CrossEntropy::grad(m, cf, v[i * VEC + j], c == cf.target);
+        }
+    }
+    store_items<Out, VEC, ITEMS, BLOCK>(y + base, n, tid, v, a.dx_vec != 0);
+  }
+}
+
+template <typename In, int WARP, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) cross_entropy_kernel(CrossEntropyArgs a) {
+  using CE = core::ops::CrossEntropy;
+  __shared__ core::LogitStats<double> scratch[BLOCK / WARP];
+  __shared__ CE::Coefs shared_cf;
+  const CE::Params prm = CE::params(a.param);
+  for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    const In* x = static_cast<const In*>(a.x) + row * a.x_stride;
+    const core::LogitStats<double> st = block_logit_stats<In, WARP, BLOCK>(x, a.cols, a.x_vec != 0, scratch);
+    if (threadIdx.x == 0) {
+      const int64_t t = a.targets[row];
+      const double x_t = CE::reads_target(t, a.cols, a.ignore_index) ? static_cast<double>(io<In>::load1(x + t)) : 0.0;
+      float loss = 0.0f, lse = 0.0f;
+      shared_cf = CE::row(st, a.cols, t, a.ignore_index, x_t, prm, &loss, a.lse ? &lse : nullptr);
+      a.loss[row] = loss;
+      if (a.lse) a.lse[row] = lse;
+    }
+    shim::sync_threads();  // the row and x_t are read; the coefficients are shared
+    const CE::Coefs cf = shared_cf;
+    if (a.dx) {
+      switch (a.dx_dtype) {
+        case kF32: write_dlogits<In, float, BLOCK>(a, x, row, cf); break;
+        case kF16: write_dlogits<In, core::f16_bits, BLOCK>(a, x, row, cf); break;
+        default: write_dlogits<In, core::bf16_bits, BLOCK>(a, x, row, cf); break;
+      }
+    }
+    shim::sync_threads();  // every thread has its copy before thread 0 takes the next row's
+  }
+}
+
+// Blocks of a driver kernel that holds a row per block: one per row, up to a few per
+// multiprocessor (the blocks loop over the rows past that).
+inline unsigned row_blocks(int64_t rows, int sms) {
+  return static_cast<unsigned>(std::min<int64_t>(rows, int64_t(16) * std::max(sms, 1)));
+}
+
+// Runs a validated cross-entropy request on warp width WARP with launcher l (launcher.hpp).
+template <int WARP, typename L>
+onorm_status run_cross_entropy(L& l, const onorm_request& q) {
+  const onorm_rows& x = q.in[0];
+  CrossEntropyArgs a{};
+  a.x = x.data;
+  a.x_stride = x.row_stride;
+  a.x_vec = rows_aligned16(x);
+  if (q.outputs > 0) {
+    const onorm_rows& y = q.out[0];
+    a.dx = y.data;
+    a.dx_stride = y.row_stride;
+    a.dx_dtype = y.dtype;
+    // row_args' rule: VEC elements of x's vectors a store, at most 16 bytes.
+    const int64_t vec = 16 / dtype_size(x.dtype);
+    const int64_t store = std::min<int64_t>(vec * dtype_size(y.dtype), 16);
+    a.dx_vec = reinterpret_cast<uintptr_t>(y.data) % static_cast<uintptr_t>(store) == 0 && y.row_stride % vec == 0;
+  }
+  a.targets = q.targets;
+  a.ignore_index = q.ignore_index;
+  a.loss = q.row_out[0];
+  a.lse = q.row_out[1];
+  for (int p = 0; p < ONORM_REQUEST_PARAMS; ++p) a.param[p] = q.param[p];
+  a.rows = x.rows;
+  a.cols = x.cols;
+  const unsigned grid = row_blocks(a.rows, l.caps().sms);
+  switch (x.dtype) {
+    case ONORM_F32: return l.template cross_entropy<float, WARP>(grid, a);
+    case ONORM_F16: return l.template cross_entropy<core::f16_bits, WARP>(grid, a);
+    default: return l.template cross_entropy<core::bf16_bits, WARP>(grid, a);
+  }
+}
+
+}  // namespace gpu
+}  // namespace onorm

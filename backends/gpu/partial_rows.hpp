@@ -1,0 +1,120 @@
+// The row ops' partial states on the two-read schedule (row_plan.hpp: chunk states, the fixed
+// merge tree, the finish), shared by CUDA and HIP, generic over the op:
+//   STATS   per batch of rows, the chunk states and their merge tree, then state_out_kernel
+//           writes each row's merged state into the caller's states (a row whose statistics
+//           the op does not trust at eps = 0, Op::coefs's ok, is taken again in double from
+//           the row: LayerNorm's moments of offset, tiny or non-finite rows). cols == 0: the
+//           identity for every row.
+//   FINISH  the row coefficients from the given states: ops without a float64 fallback
+//           (softmax, log-softmax) take them in the finish kernel from the state itself (its
+//           final_states); the norms from state_coefs_kernel (moments as Welford<double>, or
+//           as RMSNorm's sum of squares), which the finish reads (row_coefs), mean / rstd
+//           written by the finish; then split_chunk_kernel's finish modes (param_dtype,
+//           weight_offset). A statically quantized y: the float finish into a staging buffer,
+//           then the quantizer (norm_options.hpp; launcher.hpp: run_partial). Dynamic
+//           quantization never arrives (validation: UNSUPPORTED).
+#pragma once
+
+#include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+
+#include <cstdio>
+
+#include "partial_state.hpp"
+#include "row_plan.hpp"
+
+namespace onorm {
+namespace gpu {
+
+// Each batch row's merged state (s.final_states) into states[row]; a row the op does not trust
+// at eps = 0 is read again in double by the block (the decision is block-uniform: every thread
+// holds the same state). Grid: the batch's rows.
+template <typename R, int WARP, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) state_out_kernel(RowArgs a, SplitArgs s, void* states) {
+  using Op = typename R::Op;
+  using S = typename Op::Merged;
+  const int64_t row = s.row0 + blockIdx.x;
+  S st = static_cast<const S*>(s.final_states)[blockIdx.x];
+  (void)a;  // read again: ops with a float64 fallback only
+  if constexpr (Op::kF64Fallback) {
+    const double no_eps[ONORM_REQUEST_PARAMS] = {};
+    bool ok;
+    (void)Op::coefs(st, Op::params(no_eps), ok);
+    if (!ok) st = request_row_state_f64<R, WARP, BLOCK, BLOCK, true>(a, row, a.cols, static_cast<int>(threadIdx.x));
+  }
+  if (threadIdx.x == 0) static_cast<S*>(states)[row] = st;
+}
+
+// The finish coefficients of batch rows [0, n) from their given states (states[s.row0 + i])
+// into s.row_coefs, a thread per row. The state is all there is of the row: its coefficients
+// are taken as they come (the scaled finish of core/norm_stats.hpp covers every range).
+template <typename R>
+__global__ void __launch_bounds__(kStateBlock) state_coefs_kernel(RowArgs a, SplitArgs s, const void* states, int64_t n) {
+  using Op = typename R::Op;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kStateBlock + threadIdx.x;
+  if (i >= n) return;
+  const partial_state_t<Op> st = static_cast<const partial_state_t<Op>*>(states)[s.row0 + i];
+  bool ok;
+  static_cast<coefs_t<Op>*>(const_cast<void*>(s.row_coefs))[i] =
+      Op::narrow(Op::coefs(finish_state<Op>(st), Op::params(a.param), ok));
+}
+
+// STATS of a request's rows into states (an op whose merge state is its partial state).
+template <typename R, int W, typename L>
+onorm_status place_stats(const RowArgs& a, L& l, void* states) {
+  using Shape = SplitShape<R>;
+  if (a.cols == 0) return l.template merge_parts<typename R::Op::Merged>(a.rows, 0, nullptr, states);
+  const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
+  const int64_t batch = two_read_batch<R>(a, l);
+  size_t buf0, buf1;
+  two_read_state_bytes<R>(batch, K, buf0, buf1);
+  onorm_status status = ONORM_OK;
+  char* b0 = static_cast<char*>(l.workspace(buf0 + buf1, status));
+  if (status != ONORM_OK) return status;
+  for (int64_t r0 = 0; r0 < a.rows; r0 += batch) {
+    const int64_t nb = std::min(batch, a.rows - r0);
+    SplitArgs s{};
+    s.chunk = Shape::kChunk;
+    s.chunks = K;
+    s.row0 = r0;
+    const unsigned gx = static_cast<unsigned>(K), gy = static_cast<unsigned>(nb);
+    if (onorm_status e = two_read_states<R, W>(a, l, s, gx, gy, b0, b0 + buf0)) return e;
+    if (onorm_status e = l.template state_out<R, W, kSplitBlock>(gy, a, s, states)) return e;
+  }
+  return ONORM_OK;
+}
+
+// FINISH of a request's rows from states (partial_state_t<Op>, one per row) in the columns' mode.
+template <typename R, int W, typename L>
+onorm_status place_finish(const RowArgs& a, L& l, const Columns& cols, const void* states) {
+  using Op = typename R::Op;
+  using Shape = SplitShape<R>;
+  const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
+  const int64_t batch = two_read_batch<R>(a, l);
+  void* coefs = nullptr;
+  if constexpr (Op::kF64Fallback) {
+    onorm_status status = ONORM_OK;
+    coefs = l.workspace(size_t(batch) * sizeof(coefs_t<Op>), status);
+    if (status != ONORM_OK) return status;
+  }
+  for (int64_t r0 = 0; r0 < a.rows; r0 += batch) {
+    const int64_t nb = std::min(batch, a.rows - r0);
+    SplitArgs s{};
+    s.chunk = Shape::kChunk;
+    s.chunks = K;
+    s.row0 = r0;
+    s.col_offset0 = cols.offset;
+    if constexpr (Op::kF64Fallback) {
+      s.row_coefs = coefs;
+      if (onorm_status e = l.template state_coefs<R>(nb, a, s, states)) return e;
+    } else {
+      static_assert(std::is_same<typename Op::Merged, partial_state_t<Op>>::value, "the finish reads the state");
+      s.final_states = static_cast<const partial_state_t<Op>*>(states) + r0;
+    }
+    const unsigned gx = static_cast<unsigned>(K), gy = static_cast<unsigned>(nb);
+    if (onorm_status e = launch_finish<R, W, Shape::kItems>(l, cols, gx, gy, a, s)) return e;
+  }
+  return ONORM_OK;
+}
+
+}  // namespace gpu
+}  // namespace onorm
