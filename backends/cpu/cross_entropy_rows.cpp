@@ -39,7 +39,7 @@ double logit_sum(const In* x, int64_t cols) {
 // and the target's logit when the slice holds it (read before anything is written).
 Record slice_record(size_t target, const onorm_request& q, const onorm_request& s, int64_t r, bool simd) {
   const int64_t cols = q.in[0].cols;
-  if (cols == 0) return CrossEntropy::identity_record();
+  if (cols == 0) return Record::identity();
   core::MaxSum<double> ms;
   if (simd) {
     core::PairwiseFold<core::MaxSum<float>> fold;
@@ -121,20 +121,15 @@ void run_row(size_t target, const onorm_request& q, int64_t r, float* scratch) {
 // Row r's states over the parts folded left to right in the fixed pairwise tree; every part is
 // read before the merged record is written (out may be in).
 void merge_rows(const onorm_request& q, int64_t r0, int64_t r1) {
-  struct Rec {
-    Record s;
-    static Rec identity() { return Rec{CrossEntropy::identity_record()}; }
-    static Rec combine(const Rec& a, const Rec& b) { return Rec{CrossEntropy::combine_records(a.s, b.s)}; }
-  };
   for (int64_t r = r0; r < r1; ++r) {
-    core::PairwiseFold<Rec> fold;
+    core::PairwiseFold<Record> fold;
     for (int64_t p = 0; p < q.state_parts; ++p) {
-      Rec part;
-      std::memcpy(&part.s, static_cast<const char*>(q.state_in) + (p * q.state_rows + r) * int64_t(sizeof(Record)),
+      Record part;
+      std::memcpy(&part, static_cast<const char*>(q.state_in) + (p * q.state_rows + r) * int64_t(sizeof(Record)),
                   sizeof(Record));
       fold.push(part);
     }
-    const Record out = fold.result().s;
+    const Record out = fold.result();
     std::memcpy(static_cast<char*>(q.state_out) + r * int64_t(sizeof(Record)), &out, sizeof out);
   }
 }

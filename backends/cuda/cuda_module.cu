@@ -147,6 +147,7 @@ onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) 
   std::lock_guard<std::mutex> lock(ctx->mu);
   if (onorm_status s = gpu::check_alignment(*q, err, err_len)) return s;
   if (core::ops::is_column_op(q->op)) return run_norm_backward(*ctx, *q, err, err_len);
+  if (q->stage == ONORM_STAGE_MERGE) return run_state_merge(*ctx, *q, err, err_len);
   if (q->op == ONORM_OP_CROSS_ENTROPY) return run_cross_entropy(*ctx, *q, err, err_len);
   if (q->op == ONORM_OP_SOFTMAX_TOPK) {
     if (q->k > core::ops::SoftmaxTopk::kGpuMaxK) {
@@ -156,7 +157,6 @@ onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) 
     }
     return run_softmax_topk(*ctx, *q, err, err_len);
   }
-  if (q->stage == ONORM_STAGE_MERGE) return run_state_merge(*ctx, *q, err, err_len);
   return run_plan(*ctx, *q, err, err_len);
 }
 

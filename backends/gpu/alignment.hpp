@@ -35,8 +35,10 @@ inline onorm_status check_alignment(const onorm_request& q, char* err, size_t er
   for (int k = 0; k < ONORM_REQUEST_COL_OUTS; ++k)
     if (off(q.col_out[k], 4)) return refuse("column sum", k, 4);
   if (off(q.y_scale, 4)) return refuse("y_scale", 0, 4);
-  // Partial states (the moments hold doubles), cross-entropy's targets, top-k's indices.
-  const uintptr_t state_size = q.op == ONORM_OP_LAYER_NORM || q.op == ONORM_OP_RMS_NORM ? 8 : 4;
+  // Partial states (the moments and cross-entropy's hold doubles), cross-entropy's targets,
+  // top-k's indices.
+  const uintptr_t state_size =
+      q.op == ONORM_OP_LAYER_NORM || q.op == ONORM_OP_RMS_NORM || q.op == ONORM_OP_CROSS_ENTROPY ? 8 : 4;
   if (off(q.state_in, state_size)) return refuse("state input", 0, state_size);
   if (off(q.state_out, state_size)) return refuse("state output", 0, state_size);
   if (off(q.targets, 8)) return refuse("targets", 0, 8);

@@ -7,6 +7,8 @@
 //            (in place, the same stride and element size);
 //   pass 2   dlogits (when asked) = CrossEntropy::grad of each element, each written by the
 //            thread that read it; rows of ignore_index write zeros without reading the row.
+// A slice's partial states (onlinenorm::nccl): STATS ends after pass 1 with the row's record
+// (CrossEntropy::StateRecord); FINISH takes the merged record in place of pass 1.
 // A row's results depend on that row alone (batch invariance); no atomics.
 #pragma once
 
@@ -37,6 +39,13 @@ struct CrossEntropyArgs {
   float* lse;  // or null
   double param[ONORM_REQUEST_PARAMS];
   int64_t rows, cols;
+  // A slice's partial states (rows split by columns across ranks): STATS writes each row's
+  // record, FINISH takes the merged one instead of pass 1; cols_offset is the slice's first
+  // column (targets are the whole row's columns).
+  int stage;
+  void* state_out;
+  const void* state_in;
+  int64_t cols_offset;
 };
 
 // Pass 2 of a row: dlogits of element type Out.
@@ -60,7 +69,7 @@ ONORM_DEV void write_dlogits(const CrossEntropyArgs& a, const In* x, int64_t row
       for (int i = 0; i < ITEMS; ++i)
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
-          const int64_t c = base + (tid + i * BLOCK) * VEC + j;
+          const int64_t c = a.cols_offset + base + (tid + i * BLOCK) * VEC + j;
           v[i * VEC + j] = core::ops::CrossEntropy::grad(m, cf, v[i * VEC + j], c == cf.target);
         }
     }
@@ -76,12 +85,27 @@ __global__ void __launch_bounds__(BLOCK) cross_entropy_kernel(CrossEntropyArgs a
   const CE::Params prm = CE::params(a.param);
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const In* x = static_cast<const In*>(a.x) + row * a.x_stride;
-    const core::LogitStats<double> st = block_logit_stats<In, WARP, BLOCK>(x, a.cols, a.x_vec != 0, scratch);
-    if (threadIdx.x == 0) {
-      const int64_t t = a.targets[row];
-      const double x_t = CE::reads_target(t, a.cols, a.ignore_index) ? static_cast<double>(io<In>::load1(x + t)) : 0.0;
-      float loss = 0.0f, lse = 0.0f;
-      shared_cf = CE::row(st, a.cols, t, a.ignore_index, x_t, prm, &loss, a.lse ? &lse : nullptr);
+    const int64_t t = a.targets[row];
+    float loss = 0.0f, lse = 0.0f;
+    if (a.stage == ONORM_STAGE_FINISH) {
+      if (threadIdx.x == 0) {
+        const CE::StateRecord rec = static_cast<const CE::StateRecord*>(a.state_in)[row];
+        shared_cf = CE::row(CE::stats_of(rec), rec.cols, t, a.ignore_index, rec.target_logit, prm, &loss,
+                            a.lse ? &lse : nullptr);
+      }
+    } else {
+      const core::LogitStats<double> st = block_logit_stats<In, WARP, BLOCK>(x, a.cols, a.x_vec != 0, scratch);
+      if (threadIdx.x == 0) {
+        const int64_t tl = t - a.cols_offset;
+        const bool holds = t != a.ignore_index && tl >= 0 && tl < a.cols;
+        const float x_t = holds ? io<In>::load1(x + tl) : 0.0f;
+        if (a.stage == ONORM_STAGE_STATS)
+          static_cast<CE::StateRecord*>(a.state_out)[row] = CE::record_of(st, a.cols, holds, x_t);
+        else
+          shared_cf = CE::row(st, a.cols, t, a.ignore_index, x_t, prm, &loss, a.lse ? &lse : nullptr);
+      }
+    }
+    if (a.stage != ONORM_STAGE_STATS && threadIdx.x == 0) {
       a.loss[row] = loss;
       if (a.lse) a.lse[row] = lse;
     }
@@ -129,6 +153,10 @@ onorm_status run_cross_entropy(L& l, const onorm_request& q) {
   for (int p = 0; p < ONORM_REQUEST_PARAMS; ++p) a.param[p] = q.param[p];
   a.rows = x.rows;
   a.cols = x.cols;
+  a.stage = q.stage;
+  a.state_out = q.state_out;
+  a.state_in = q.state_in;
+  a.cols_offset = q.cols_offset;
   const unsigned grid = row_blocks(a.rows, l.caps().sms);
   switch (x.dtype) {
     case ONORM_F32: return l.template cross_entropy<float, WARP>(grid, a);

@@ -17,6 +17,7 @@
 #include "onlinenorm/core/max_sum.hpp"
 #include "onlinenorm/core/moments.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
+#include "onlinenorm/core/ops/partial_states.hpp"
 #include "onlinenorm/core/pairwise.hpp"
 #include "onlinenorm/core/welford.hpp"
 
@@ -34,10 +35,7 @@ static_assert(sizeof(onorm_moments_state) == sizeof(core::Welford<double>) &&
               "onorm_moments_state is Welford<double>");
 
 // The row ops with partial states (src/validate.cpp: state_size).
-template <typename Op>
-constexpr bool kPartialStates =
-    std::is_same<Op, core::ops::Softmax>::value || std::is_same<Op, core::ops::LogSoftmax>::value ||
-    std::is_same<Op, core::ops::LayerNorm>::value || std::is_same<Op, core::ops::RmsNorm>::value;
+using core::ops::kPartialStates;
 
 // An op's partial state: softmax's (max, sum) or the moments (RMSNorm's too).
 template <typename Op>
@@ -75,6 +73,9 @@ inline unsigned merge_parts_grid(int64_t rows) {
 // Runs a validated MERGE request (no row tensors) with launcher l (launcher.hpp: merge_parts).
 template <typename L>
 onorm_status run_state_merge(L& l, const onorm_request& q) {
+  if (q.op == ONORM_OP_CROSS_ENTROPY)
+    return l.template merge_parts<core::ops::CrossEntropy::StateRecord>(q.state_rows, q.state_parts, q.state_in,
+                                                                         q.state_out);
   if (q.op == ONORM_OP_SOFTMAX || q.op == ONORM_OP_LOG_SOFTMAX)
     return l.template merge_parts<core::MaxSum<float>>(q.state_rows, q.state_parts, q.state_in, q.state_out);
   return l.template merge_parts<core::Welford<double>>(q.state_rows, q.state_parts, q.state_in, q.state_out);

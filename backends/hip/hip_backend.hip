@@ -143,6 +143,7 @@ onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_
   std::lock_guard<std::mutex> lock(ctx.mu);
   if (onorm_status s = gpu::check_alignment(q, err, err_len)) return s;
   if (core::ops::is_column_op(q.op)) return run_norm_backward<W>(ctx, q, err, err_len);
+  if (q.stage == ONORM_STAGE_MERGE) return run_state_merge(ctx, q, err, err_len);
   if (q.op == ONORM_OP_CROSS_ENTROPY) return run_cross_entropy<W>(ctx, q, err, err_len);
   if (q.op == ONORM_OP_SOFTMAX_TOPK) {
     if (q.k > core::ops::SoftmaxTopk::kGpuMaxK) {
@@ -152,7 +153,6 @@ onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_
     }
     return run_softmax_topk<W>(ctx, q, err, err_len);
   }
-  if (q.stage == ONORM_STAGE_MERGE) return run_state_merge(ctx, q, err, err_len);
   return run_plan<W>(ctx, q, err, err_len);
 }
 

@@ -88,19 +88,19 @@ struct CrossEntropy {
     int64_t cols;
     float target_logit;
     int32_t holds_target;
+
+    ONORM_HD_INLINE static StateRecord identity() { return StateRecord{neg_infinity<float>(), 0.0f, 0.0, 0, 0.0f, 0}; }
+    ONORM_HD_INLINE static StateRecord combine(const StateRecord& a, const StateRecord& b) {
+      const MaxSum<float> ms =
+          MaxSum<float>::combine(MaxSum<float>::of(a.max, a.sum_exp), MaxSum<float>::of(b.max, b.sum_exp));
+      return StateRecord{ms.m, ms.d, a.sum_x + b.sum_x, a.cols + b.cols, a.holds_target ? a.target_logit : b.target_logit,
+                         a.holds_target | b.holds_target};
+    }
   };
-  ONORM_HD_INLINE static StateRecord identity_record() {
-    return StateRecord{neg_infinity<float>(), 0.0f, 0.0, 0, 0.0f, 0};
-  }
   template <typename T>
   ONORM_HD_INLINE static StateRecord record_of(const LogitStats<T>& s, int64_t cols, bool holds_target, float x_t) {
     return StateRecord{static_cast<float>(s.ms.m), static_cast<float>(s.ms.d), static_cast<double>(s.sum), cols,
                        holds_target ? x_t : 0.0f, holds_target ? 1 : 0};
-  }
-  ONORM_HD_INLINE static StateRecord combine_records(const StateRecord& a, const StateRecord& b) {
-    const MaxSum<float> ms = MaxSum<float>::combine(MaxSum<float>::of(a.max, a.sum_exp), MaxSum<float>::of(b.max, b.sum_exp));
-    return StateRecord{ms.m, ms.d, a.sum_x + b.sum_x, a.cols + b.cols, a.holds_target ? a.target_logit : b.target_logit,
-                       a.holds_target | b.holds_target};
   }
   ONORM_HD_INLINE static LogitStats<double> stats_of(const StateRecord& r) {
     return LogitStats<double>::of(MaxSum<double>::of(r.max, r.sum_exp), r.sum_x);

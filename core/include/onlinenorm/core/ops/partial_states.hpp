@@ -8,6 +8,7 @@
 
 #include <type_traits>
 
+#include "onlinenorm/core/moments.hpp"
 #include "onlinenorm/core/ops/layer_norm.hpp"
 #include "onlinenorm/core/ops/rms_norm.hpp"
 #include "onlinenorm/core/ops/softmax.hpp"
@@ -60,8 +61,8 @@ ONORM_HD_INLINE auto op_state(const StateRecord<Op>& s) {
   } else if constexpr (std::is_same<Op, LayerNorm>::value) {
     return Welford<T>::of(s.count, static_cast<T>(s.mean), static_cast<T>(s.m2));
   } else {
-    const double sum_sq = s.m2 + static_cast<double>(s.count) * s.mean * s.mean;
-    return SumSq<T>::of(s.count, static_cast<T>(sum_sq));
+    const SumSq<double> sq = sum_sq_of_moments(Welford<double>::of(s.count, s.mean, s.m2));
+    return SumSq<T>::of(sq.n, static_cast<T>(sq.s));
   }
 }
 
