@@ -6,7 +6,8 @@
 // gradient's coefficients dlogits_j = exp(x_j - M) S - B (the target: - B_t), S = gs (1 + 2 z lse) / D,
 // B = gs ls / C, B_t = B + gs (1 - ls). Terms whose q_j is 0 count as 0 (a -inf logit off the
 // target without smoothing adds nothing). Rows of ignore_index: loss 0 and a zero gradient;
-// a target outside [0, C): NaN loss and gradient; a NaN (or +inf) logit: NaN.
+// a target outside [0, C), or a row of only -inf logits: NaN loss and gradient; a NaN (or +inf)
+// logit: NaN.
 // A driver op (core/ops/op_list.h): each backend computes the row's LogitStats its own way.
 #pragma once
 
@@ -59,7 +60,9 @@ struct CrossEntropy {
       return c;
     }
     const double nan = static_cast<double>(NAN);
-    if (t < 0 || t >= cols) {
+    // A target outside the row, or a row of only -inf logits (no softmax to take, a NaN loss as
+    // torch gives): NaN loss and gradient.
+    if (t < 0 || t >= cols || empty) {
       *loss = static_cast<float>(nan);
       c.scale = c.shift = c.target_shift = static_cast<float>(nan);
       return c;
@@ -71,7 +74,7 @@ struct CrossEntropy {
     *loss = static_cast<float>(loss_v);
     const double a = z > 0.0 ? 1.0 + 2.0 * z * lse_v : 1.0;
     const double b = gs * ls / static_cast<double>(cols);
-    c.scale = empty ? 0.0f : static_cast<float>(gs * a / d);
+    c.scale = static_cast<float>(gs * a / d);
     c.shift = static_cast<float>(b);
     c.target_shift = static_cast<float>(b + gs * (1.0 - ls));
     c.target = t;
