@@ -27,8 +27,9 @@ def test_states_are_the_rows_own(rng):
     assert m.shape == (2, 3) and m.dtype == onlinenorm.MOMENTS_STATE
     count, mean, m2 = ref.moments(xd)
     assert (m["count"] == count).all()
-    ref.assert_within(m["mean"], mean, 1e-9 * (np.abs(mean) + np.sqrt(m2 / count)), "float64", "mean")
-    ref.assert_within(m["m2"], m2, 1e-9 * m2, "float64", "m2")
+    # float32 sums where they are trusted (docs/API.md): float accuracy, kept in double
+    ref.assert_within(m["mean"], mean, 1e-6 * (np.abs(mean) + np.sqrt(m2 / count)), "float64", "mean")
+    ref.assert_within(m["m2"], m2, 1e-5 * m2, "float64", "m2")
 
 
 def test_empty_slices_give_the_identity():
