@@ -39,7 +39,16 @@ Reference::Reference(const Problem& p) : p_(p) {
   const onorm_rows x = rows_of(p, p.x, p.in);
   second_ = rows_of(p, p.second, p.in);
   const bool layer = p.op.base == Op::layer_norm;
-  if (!p.op.norm) {
+  if (p.op.row == RowOp::cross_entropy) {
+    onorm_ref::CrossEntropySpec sp;
+    sp.logits = x;
+    sp.targets = p.targets.data();
+    sp.label_smoothing = p.label_smoothing;
+    sp.z_loss = p.z_loss;
+    cross_entropy_ = onorm_ref::compute_cross_entropy(sp);
+  } else if (p.op.row == RowOp::softmax_topk) {
+    topk_ = onorm_ref::compute_topk(x, p.k, false);
+  } else if (!p.op.norm) {
     const onorm_rows in[2] = {x, second_};
     list_ = onorm_ref::compute(p.op.base, in, p.inputs(), or_null(p.gamma), or_null(p.beta), p.eps);
   } else if (p.op.norm->backward) {
@@ -68,12 +77,20 @@ Reference::Reference(const Problem& p) : p_(p) {
 }
 
 const std::vector<double>& Reference::main_output() const {
+  if (p_.op.row == RowOp::cross_entropy) return cross_entropy_.dlogits;
+  if (p_.op.row == RowOp::softmax_topk) return topk_.values;
   if (!p_.op.norm) return list_.y;
   return p_.op.norm->backward ? backward_.dx : norm_.norm.y;
 }
 
 onorm_ref::Report Reference::check(const Outputs& o) const {
   const onorm_rows y = rows_of(p_, o.y, p_.out);
+  if (p_.op.row == RowOp::cross_entropy)
+    return onorm_ref::check_cross_entropy(cross_entropy_, o.loss.data(), o.lse.data(), &y);
+  if (p_.op.row == RowOp::softmax_topk) {
+    const onorm_rows values{const_cast<unsigned char*>(o.y.data()), p_.out, p_.rows, p_.k, p_.k};
+    return onorm_ref::check_topk(topk_, p_.cols, values, o.indices.data());
+  }
   if (!p_.op.norm)
     return onorm_ref::check(p_.op.base, list_, y, or_null(p_.gamma), p_.in, or_null(o.mean), or_null(o.rstd));
   if (p_.op.norm->backward) return check_backward(o);
@@ -163,7 +180,8 @@ int64_t differing(const std::vector<T>& a, const std::vector<T>& b, size_t elem)
 
 int64_t outputs_differing(const Problem& p, const Outputs& a, const Outputs& b) {
   return differing(a.y, b.y, dtype_size(p.out)) + differing(a.residual_out, b.residual_out, dtype_size(p.in)) +
-         differing(a.y_scale, b.y_scale, 4) + differing(a.dgamma, b.dgamma, 4) + differing(a.dbeta, b.dbeta, 4);
+         differing(a.y_scale, b.y_scale, 4) + differing(a.dgamma, b.dgamma, 4) + differing(a.dbeta, b.dbeta, 4) +
+         differing(a.loss, b.loss, 4) + differing(a.lse, b.lse, 4) + differing(a.indices, b.indices, 8);
 }
 
 std::string shape_text(const Problem& p) {
@@ -172,6 +190,12 @@ std::string shape_text(const Problem& p) {
 }
 
 std::string options_text(const Problem& p) {
+  if (p.op.row == RowOp::softmax_topk) return ", k " + std::to_string(p.k);
+  if (p.op.row == RowOp::cross_entropy) {
+    char text[96];
+    std::snprintf(text, sizeof text, ", label smoothing %g, z-loss %g", p.label_smoothing, p.z_loss);
+    return text;
+  }
   if (!p.op.norm) return "";
   char offset[32];
   std::snprintf(offset, sizeof offset, "%g", p.weight_offset);

@@ -26,7 +26,8 @@ class Reference {
   Reference(const Reference&) = delete;
   Reference& operator=(const Reference&) = delete;
   // Checks everything o holds against the contract's bounds: y (dx), the statistics,
-  // residual_out (exact), y_scale, dgamma, dbeta. For a quantized y, max_abs and max_rel are those
+  // residual_out (exact), y_scale, dgamma, dbeta; cross_entropy's loss, lse and dlogits (y);
+  // softmax_topk's values (y) and indices (exact). For a quantized y, max_abs and max_rel are those
   // of y dequantized with the backend's y_scale, max_ulp the distance in steps of y's grid.
   onorm_ref::Report check(const Outputs& o) const;
   // The exact values of the main output: y (before quantization), or dx.
@@ -41,6 +42,8 @@ class Reference {
   onorm_ref::Result list_;
   onorm_ref::NormResult norm_;
   onorm_ref::NormBackwardResult backward_;
+  onorm_ref::CrossEntropyResult cross_entropy_;
+  onorm_ref::TopkResult topk_;
 };
 
 // Moves one element of y by `ulps` units in the last place (a deliberate fault, for testing
@@ -48,8 +51,8 @@ class Reference {
 void perturb(const Problem& p, const Reference& ref, std::vector<unsigned char>& y, int64_t ulps);
 // Elements of `elem` bytes that differ between a and b.
 int64_t bitwise_diff(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, size_t elem);
-// Output elements that differ bitwise between two runs of p: y, and residual_out, y_scale, dgamma
-// and dbeta where the op writes them (not the statistics).
+// Output elements that differ bitwise between two runs of p: y, and residual_out, y_scale, dgamma,
+// dbeta, loss, lse and indices where the op writes them (not the statistics).
 int64_t outputs_differing(const Problem& p, const Outputs& a, const Outputs& b);
 std::string shape_text(const Problem& p);  // "softmax 8x128 f32 -> bf16"
 // The norm ops' options (", params bf16, weight offset 1"); "" for the list's ops.

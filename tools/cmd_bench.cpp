@@ -184,7 +184,12 @@ int cmd_bench(int argc, char** argv) {
     spec = o.count("backend") ? backend_option(o.at("backend"), kBenchUsage) : best_backend();
     if (o.count("ops")) {
       ops.clear();
-      for (const std::string& s : split_list(o.at("ops"))) ops.push_back(parse_op_or_usage(s, kBenchUsage));
+      for (const std::string& s : split_list(o.at("ops"))) {
+        ops.push_back(parse_op_or_usage(s, kBenchUsage));
+        // Its buffers are reshaped across ops and widths; the row ops' (targets, k) are not yet.
+        if (ops.back().row != RowOp::none)
+          usage_error(s + " is not benchmarked by bench yet: use onorm run --op " + s, kBenchUsage);
+      }
     }
     if (o.count("dtypes")) {
       dtypes.clear();

@@ -34,19 +34,22 @@ const char* const kCompareUsage =
     "  --iters N          timed samples per backend                      [10]\n"
     "  --eps E            LayerNorm/RMSNorm epsilon                      [1e-5]\n"
     ONORM_TOOL_NORM_OPTIONS_USAGE
+    ONORM_TOOL_ROW_OPTIONS_USAGE
     "  --json FILE        also write the results as JSON (schema in tools/README.md)\n"
     "\n"
     "Runs the operator on each backend over the same input, computes the float64 reference and\n"
     "prints one table: time, bandwidth, max abs/rel/ULP error, bitwise-differing elements\n"
     "between each pair of backends, and whether the contract's bound holds. Exit 3 when a\n"
     "bound is violated.\n"
-    ONORM_TOOL_NORM_OPS_HELP;
+    ONORM_TOOL_NORM_OPS_HELP
+    ONORM_TOOL_ROW_OPS_HELP;
 
 int cmd_compare(int argc, char** argv) {
   const std::vector<OptionSpec> specs = {
       {"help", false}, {"op", true}, {"rows", true}, {"cols", true}, {"dtype", true}, {"out-dtype", true},
       {"backends", true}, {"dist", true}, {"seed", true}, {"input", true}, {"json", true}, {"iters", true},
-      {"eps", true}, {"weight-offset", true}, {"param-dtype", true}, {"perturb-ulps", true, true}};
+      {"eps", true}, {"weight-offset", true}, {"param-dtype", true}, {"k", true}, {"label-smoothing", true}, {"z-loss", true},
+      {"perturb-ulps", true, true}};
   std::map<std::string, std::string> o;
   try {
     o = parse_options(argc, argv, 2, specs);

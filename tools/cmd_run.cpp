@@ -25,19 +25,22 @@ const char* const kRunUsage =
     "  --dist D           normal | uniform | large-offset | special      [normal]\n"
     "  --eps E            LayerNorm/RMSNorm epsilon                      [1e-5]\n"
     ONORM_TOOL_NORM_OPTIONS_USAGE
+    ONORM_TOOL_ROW_OPTIONS_USAGE
     "\n"
     "Times the operator (warm-up, then samples ending in onorm_synchronize), prints the median,\n"
     "the effective bandwidth (x read + y written once; the norm ops: every tensor once) and the\n"
     "error against a float64 reference with the contract's bound. Exit 3 when the bound is violated.\n"
     "softmax_backward and log_softmax_backward read y (generated as x is) and dy (generated\n"
     "the same way from another stream of the seed) and write dx.\n"
-    ONORM_TOOL_NORM_OPS_HELP;
+    ONORM_TOOL_NORM_OPS_HELP
+    ONORM_TOOL_ROW_OPS_HELP;
 
 int cmd_run(int argc, char** argv) {
   const std::vector<OptionSpec> specs = {
       {"help", false}, {"op", true}, {"rows", true}, {"cols", true}, {"dtype", true}, {"out-dtype", true},
       {"backend", true}, {"iters", true}, {"seed", true}, {"dist", true}, {"eps", true},
-      {"weight-offset", true}, {"param-dtype", true}, {"perturb-ulps", true, true}};
+      {"weight-offset", true}, {"param-dtype", true}, {"k", true}, {"label-smoothing", true}, {"z-loss", true},
+      {"perturb-ulps", true, true}};
   std::map<std::string, std::string> o;
   try {
     o = parse_options(argc, argv, 2, specs);
@@ -69,6 +72,7 @@ int cmd_run(int argc, char** argv) {
   generate_second_input(p, dist, seed);
   generate_params(p, seed);
   generate_statistics(p);
+  generate_targets(p, seed);
 
   Outcome out;
   {

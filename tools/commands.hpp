@@ -19,10 +19,20 @@
 #define ONORM_TOOL_OP_USAGE                                                                \
   "  --op OP            one of" ONORM_TOOL_OP_NAMES "\n"                                   \
   "                     or a norm with options:" ONORM_TOOL_NORM_FORWARD_NAMES "\n"        \
-  "                     or a norm's backward:" ONORM_TOOL_NORM_BACKWARD_NAMES "\n"
+  "                     or a norm's backward:" ONORM_TOOL_NORM_BACKWARD_NAMES "\n"       \
+  "                     or a row op: cross_entropy softmax_topk\n"
 #define ONORM_TOOL_NORM_OPTIONS_USAGE                                                      \
   "  --weight-offset W  norm ops: the scale is W + gamma (1: Gemma)      [0]\n"             \
   "  --param-dtype T    norm ops: gamma/beta dtype, as --dtype           [same as --dtype]\n"
+#define ONORM_TOOL_ROW_OPTIONS_USAGE                                                       \
+  "  --k K              softmax_topk: entries per row                   [min(8, cols)]\n"   \
+  "  --label-smoothing L  cross_entropy: in [0, 1]                       [0]\n"             \
+  "  --z-loss Z         cross_entropy: adds Z lse^2 to each row's loss   [0]\n"
+#define ONORM_TOOL_ROW_OPS_HELP                                                            \
+  "cross_entropy runs onorm_cross_entropy over x as logits, the targets generated from the\n" \
+  "seed (every 7th row, from the 4th, ignore_index -100), and checks loss, lse and dlogits\n" \
+  "(y); softmax_topk runs onorm_softmax_topk and checks the values (y, rows x k) and the\n"  \
+  "indices (exactly).\n"
 #define ONORM_TOOL_NORM_OPS_HELP                                                           \
   "The norm ops run onorm_norm and onorm_norm_backward: add_rms_norm and add_layer_norm\n"  \
   "normalize h = x + residual (the residual generated like x; h written to residual_out,\n"  \

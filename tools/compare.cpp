@@ -80,6 +80,7 @@ CompareResult run_compare(CompareRequest request) {
   generate_second_input(p, from_input ? Dist::normal : rq.dist, rq.seed);
   generate_params(p, rq.seed);
   generate_statistics(p);
+  generate_targets(p, rq.seed);
 
   std::vector<Outcome>& outs = res.outcomes;
   outs.resize(rq.backends.size());
@@ -133,6 +134,11 @@ std::string compare_json(const CompareResult& res) {
   if (p.op.norm) {  // the norm ops' options
     j.key("param_dtype").value(dtype_name(p.param));
     j.key("weight_offset").value(p.weight_offset);
+  }
+  if (p.op.row == RowOp::softmax_topk) j.key("k").value(p.k);
+  if (p.op.row == RowOp::cross_entropy) {
+    j.key("label_smoothing").value(p.label_smoothing);
+    j.key("z_loss").value(p.z_loss);
   }
   j.key("input").begin_object();
   if (rq.input_array) {

@@ -12,7 +12,21 @@ const std::vector<NormOp>& norm_ops() {
   return ops;
 }
 
-const char* ToolOp::name() const { return norm ? norm->name : onorm_ref::op_name(base); }
+namespace {
+
+struct RowOpName {
+  RowOp op;
+  const char* name;
+};
+constexpr RowOpName kRowOps[] = {{RowOp::cross_entropy, "cross_entropy"}, {RowOp::softmax_topk, "softmax_topk"}};
+
+}  // namespace
+
+const char* ToolOp::name() const {
+  for (const RowOpName& r : kRowOps)
+    if (r.op == row) return r.name;
+  return norm ? norm->name : onorm_ref::op_name(base);
+}
 
 std::vector<ToolOp> list_ops() {
   std::vector<ToolOp> out;
@@ -31,12 +45,18 @@ bool parse_tool_op(const std::string& text, ToolOp& out) {
       out = ToolOp{n.kind == ONORM_LAYER_NORM ? Op::layer_norm : Op::rms_norm, &n};
       return true;
     }
+  for (const RowOpName& r : kRowOps)
+    if (text == r.name) {
+      out = ToolOp{Op::softmax, nullptr, r.op};
+      return true;
+    }
   return false;
 }
 
 std::string tool_op_names(const char* separator) {
   std::string s = onorm_ref::op_names(separator);
   for (const NormOp& n : norm_ops()) s += separator + std::string(n.name);
+  for (const RowOpName& r : kRowOps) s += separator + std::string(r.name);
   return s;
 }
 
@@ -50,6 +70,10 @@ Tensors& Tensors::operator|=(const Tensors& o) {
   y_scale |= o.y_scale;
   dgamma |= o.dgamma;
   dbeta |= o.dbeta;
+  targets |= o.targets;
+  loss |= o.loss;
+  lse |= o.lse;
+  indices |= o.indices;
   return *this;
 }
 
@@ -58,12 +82,21 @@ bool Tensors::covers(const Tensors& o) const {
   both |= o;
   return both.second == second && both.gamma == gamma && both.beta == beta && both.mean == mean &&
          both.rstd == rstd && both.residual_out == residual_out && both.y_scale == y_scale &&
-         both.dgamma == dgamma && both.dbeta == dbeta;
+         both.dgamma == dgamma && both.dbeta == dbeta && both.targets == targets && both.loss == loss &&
+         both.lse == lse && both.indices == indices;
 }
 
 Tensors tensors_of(const ToolOp& op) {
   Tensors t;
   const bool layer = op.base == Op::layer_norm;
+  if (op.row == RowOp::cross_entropy) {
+    t.targets = t.loss = t.lse = true;
+    return t;
+  }
+  if (op.row == RowOp::softmax_topk) {
+    t.indices = true;
+    return t;
+  }
   if (!op.norm) {
     t.second = onorm_ref::op_inputs(op.base) > 1;
     t.gamma = t.rstd = layer || op.base == Op::rms_norm;
@@ -90,10 +123,15 @@ onorm_dtype y_dtype(const ToolOp& op, onorm_dtype float_out) {
 }
 
 double moved_bytes(const ToolOp& op, int64_t rows, int64_t cols, onorm_dtype in, onorm_dtype out,
-                   onorm_dtype param) {
+                   onorm_dtype param, int64_t k) {
   const double elems = static_cast<double>(rows) * static_cast<double>(cols);
   const double x = elems * static_cast<double>(onorm_dtype_size(in));
   const double y = elems * static_cast<double>(onorm_dtype_size(out));
+  const double r = static_cast<double>(rows);
+  // Every tensor once: x, targets, dlogits, loss and lse; x, values and indices.
+  if (op.row == RowOp::cross_entropy) return x + y + 8.0 * r + 2 * 4.0 * r;
+  if (op.row == RowOp::softmax_topk)
+    return x + r * static_cast<double>(k) * (static_cast<double>(onorm_dtype_size(out)) + 8.0);
   if (!op.norm) return row_inputs(op) * x + y;
   const Tensors t = tensors_of(op);
   const double per_row = 4.0 * static_cast<double>(rows), per_col = 4.0 * static_cast<double>(cols);
@@ -103,6 +141,8 @@ double moved_bytes(const ToolOp& op, int64_t rows, int64_t cols, onorm_dtype in,
 }
 
 std::string moved_text(const ToolOp& op) {
+  if (op.row == RowOp::cross_entropy) return "x, targets read + dlogits, loss, lse written once";
+  if (op.row == RowOp::softmax_topk) return "x read + values, indices written once";
   if (!op.norm) return row_inputs(op) > 1 ? "inputs read + y written once" : "x read + y written once";
   const Tensors t = tensors_of(op);
   const bool backward = op.norm->backward;
@@ -159,9 +199,28 @@ onorm_status call_norm(onorm_context ctx, const NormOp& n, const OpCall& c) {
   return onorm_norm(ctx, &x, &a, &y);
 }
 
+onorm_status call_row_op(onorm_context ctx, RowOp op, const OpCall& c) {
+  const onorm_rows x{c.x, c.in, c.rows, c.cols, c.cols};
+  if (op == RowOp::softmax_topk) {
+    const onorm_rows values{c.y, c.out, c.rows, c.k, c.k};
+    return onorm_softmax_topk(ctx, &x, c.k, 0, &values, c.indices);
+  }
+  const onorm_rows dlogits{c.y, c.out, c.rows, c.cols, c.cols};
+  onorm_cross_entropy_args a;
+  onorm_cross_entropy_args_init(&a);
+  a.targets = c.targets;
+  a.label_smoothing = c.label_smoothing;
+  a.z_loss = c.z_loss;
+  a.loss = c.loss;
+  a.lse = c.lse;
+  a.dlogits = &dlogits;
+  return onorm_cross_entropy(ctx, &x, &a);
+}
+
 }  // namespace
 
 onorm_status call_op(onorm_context ctx, const ToolOp& op, const OpCall& c) {
+  if (op.row != RowOp::none) return call_row_op(ctx, op.row, c);
   if (op.norm) return call_norm(ctx, *op.norm, c);
   const onorm_rows x{c.x, c.in, c.rows, c.cols, c.cols};
   const onorm_rows y{c.y, c.out, c.rows, c.cols, c.cols};

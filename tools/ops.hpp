@@ -1,6 +1,7 @@
-// The ops the tool runs: the library's op list (onorm_ref::Op) and the norm ops of version 2
+// The ops the tool runs: the library's op list (onorm_ref::Op), the norm ops of version 2
 // that the list does not name: onorm_norm with options (residual add, quantized y) and
-// onorm_norm_backward. What each op reads and writes, the bytes that moves, and its one call
+// onorm_norm_backward, and the row ops of version 2 part 2: onorm_cross_entropy and
+// onorm_softmax_topk. What each op reads and writes, the bytes that moves, and its one call
 // into the C ABI, so that no command switches over ops itself.
 #pragma once
 
@@ -32,6 +33,11 @@ namespace onorm_tool {
 
 using onorm_ref::Op;
 
+// The ops of version 2 part 2 over rows of logits. cross_entropy: targets (generated) read;
+// loss, lse and dlogits (as y, x's shape) written in one pass. softmax_topk: values (as y,
+// rows x k) and indices written.
+enum class RowOp { none, cross_entropy, softmax_topk };
+
 struct NormOp {
   const char* name;
   onorm_norm_kind kind;
@@ -42,8 +48,10 @@ struct NormOp {
 
 // An op of the tool: one of the library's list, or a norm op.
 struct ToolOp {
-  Op base = Op::softmax;         // the list's op; for a norm op the norm it is (layer_norm, rms_norm)
+  Op base = Op::softmax;         // the list's op; for a norm op the norm it is (layer_norm, rms_norm);
+                                 // softmax for the row ops
   const NormOp* norm = nullptr;  // the norm op, NULL for the list's ops
+  RowOp row = RowOp::none;       // a row op of part 2, none for the others
   const char* name() const;
 };
 
@@ -52,7 +60,8 @@ const std::vector<NormOp>& norm_ops();
 // The library's list (bench's default).
 std::vector<ToolOp> list_ops();
 bool parse_tool_op(const std::string& text, ToolOp& out);
-// Every op name, the list's first ("softmax, ..., layer_norm_backward"), for messages.
+// Every op name, the list's first ("softmax, ..., layer_norm_backward, cross_entropy,
+// softmax_topk"), for messages.
 std::string tool_op_names(const char* separator = ", ");
 
 // The tensors an op takes besides x (read) and y (written; dx for the backward passes).
@@ -63,6 +72,9 @@ struct Tensors {
   bool residual_out = false;           // written, x's shape and dtype: h
   bool y_scale = false;                // written, rows floats
   bool dgamma = false, dbeta = false;  // written, cols floats
+  bool targets = false;                // read, rows int64 (cross_entropy)
+  bool loss = false, lse = false;      // written, rows floats (cross_entropy)
+  bool indices = false;                // written, rows x k int64 (softmax_topk)
   Tensors& operator|=(const Tensors& o);
   bool covers(const Tensors& o) const;  // every tensor of o is one of these
 };
@@ -78,7 +90,7 @@ onorm_dtype y_dtype(const ToolOp& op, onorm_dtype float_out);
 // written, as the tool always has; the norm ops count every tensor they read or write once,
 // gamma/beta and the per-row and per-column floats included.
 double moved_bytes(const ToolOp& op, int64_t rows, int64_t cols, onorm_dtype in, onorm_dtype out,
-                   onorm_dtype param);
+                   onorm_dtype param, int64_t k = 0);
 // What moved_bytes counts, for the output: "x read + y written once",
 // "x, residual, gamma read + residual_out, y, rstd written once", ...
 std::string moved_text(const ToolOp& op);
@@ -89,6 +101,11 @@ struct OpCall {
   int64_t rows = 0, cols = 0;
   onorm_dtype in = ONORM_F32, out = ONORM_F32, param = ONORM_F32;
   double eps = 1e-5, weight_offset = 0;
+  int64_t k = 0;                                 // softmax_topk
+  double label_smoothing = 0, z_loss = 0;        // cross_entropy
+  const int64_t* targets = nullptr;
+  float *loss = nullptr, *lse = nullptr;
+  int64_t* indices = nullptr;
   void *x = nullptr, *second = nullptr, *y = nullptr, *gamma = nullptr, *beta = nullptr, *residual_out = nullptr;
   float *mean = nullptr, *rstd = nullptr, *y_scale = nullptr, *dgamma = nullptr, *dbeta = nullptr;
 };

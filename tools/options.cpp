@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -87,6 +88,22 @@ Problem problem_from_options(const std::map<std::string, std::string>& o, const 
       usage_error("option '--" + std::string(opt) + "' does not apply to " + p.op.name() +
                   " (only to the norm ops of onorm_norm and onorm_norm_backward)", usage);
   if (o.count("param-dtype")) p.param = dtype_option("param-dtype", o.at("param-dtype"), usage);
+  // The row ops' own options.
+  for (const char* opt : {"label-smoothing", "z-loss"})
+    if (o.count(opt) && p.op.row != RowOp::cross_entropy)
+      usage_error("option '--" + std::string(opt) + "' does not apply to " + p.op.name() + " (only to cross_entropy)",
+                  usage);
+  if (o.count("k") && p.op.row != RowOp::softmax_topk)
+    usage_error("option '--k' does not apply to " + std::string(p.op.name()) + " (only to softmax_topk)", usage);
+  if (o.count("label-smoothing")) {
+    p.label_smoothing = parse_double("label-smoothing", o.at("label-smoothing"));
+    if (p.label_smoothing < 0 || p.label_smoothing > 1) usage_error("option '--label-smoothing': must be in [0, 1]", usage);
+  }
+  if (o.count("z-loss")) {
+    p.z_loss = parse_double("z-loss", o.at("z-loss"));
+    if (p.z_loss < 0) usage_error("option '--z-loss': must be >= 0", usage);
+  }
+  if (o.count("k")) p.k = parse_int("k", o.at("k"), 1, 1 << 20);
   if (o.count("weight-offset")) p.weight_offset = parse_double("weight-offset", o.at("weight-offset"));
   default_dtypes(p, o);
   if (o.count("eps")) {
@@ -100,7 +117,14 @@ Problem problem_from_options(const std::map<std::string, std::string>& o, const 
   if (o.count("rows")) p.rows = parse_int("rows", o.at("rows"), 1, kMaxDim);
   if (o.count("cols")) p.cols = parse_int("cols", o.at("cols"), 1, kMaxDim);
   if (p.rows && p.cols && p.rows > kMaxDim / p.cols) usage_error("--rows x --cols is too large", usage);
+  check_k(p, usage);
   return p;
+}
+
+void check_k(Problem& p, const char* usage) {
+  if (p.op.row != RowOp::softmax_topk || !p.cols) return;
+  if (!p.k) p.k = std::min<int64_t>(8, p.cols);
+  if (p.k > p.cols) usage_error("option '--k': " + std::to_string(p.k) + " exceeds --cols " + std::to_string(p.cols), usage);
 }
 
 uint64_t seed_option(const std::map<std::string, std::string>& o) {
@@ -139,6 +163,11 @@ void load_input_array(Problem& p, NpyArray a, const std::string& path, const std
   }
   if (!dtype_given) p.in = file;
   default_dtypes(p, o);
+  try {
+    check_k(p, "");
+  } catch (const UsageError&) {
+    throw ToolError(path + ": --k " + std::to_string(p.k) + " exceeds its " + std::to_string(p.cols) + " cols");
+  }
   const int64_t n = p.rows * p.cols;
   if (file == p.in) {
     p.x = std::move(a.data);

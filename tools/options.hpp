@@ -29,6 +29,8 @@ Dist dist_option(const std::map<std::string, std::string>& o, const char* usage)
 // Builds the problem (not yet generated) from --op/--rows/--cols/--dtype/--out-dtype/--eps and
 // the norm ops' --weight-offset/--param-dtype.
 Problem problem_from_options(const std::map<std::string, std::string>& o, const char* usage, bool shape_required);
+// softmax_topk: --k defaults to min(8, cols) once cols is known; a k above cols is a usage error.
+void check_k(Problem& p, const char* usage);
 uint64_t seed_option(const std::map<std::string, std::string>& o);
 // Loads --input into p.x (shape and dtype from the file, checked against the options given); the
 // output and parameter dtypes not given follow the file's.

@@ -316,6 +316,14 @@ void generate_statistics(Problem& p) {
   p.rstd.assign(ref.rstd.begin(), ref.rstd.end());
 }
 
+void generate_targets(Problem& p, uint64_t seed) {
+  p.targets.clear();
+  if (!tensors_of(p.op).targets) return;
+  Rng rng{seed * 0xd1342543de82ef95ull + 3};
+  for (int64_t r = 0; r < p.rows; ++r)
+    p.targets.push_back(r % 7 == 3 ? -100 : static_cast<int64_t>(rng.next() % static_cast<uint64_t>(p.cols)));
+}
+
 // ---------------------------------------------------------------- running
 
 void throw_status(const std::string& what, onorm_status s) {
@@ -377,6 +385,13 @@ DeviceRun::DeviceRun(const BackendSpec& spec, const Problem& p, int64_t stats_ro
     if (t.y_scale) y_scale_ = alloc_floats(stats_capacity_, {});
     if (t.dgamma) dgamma_ = alloc_floats(param_cols_, {});
     if (t.dbeta) dbeta_ = alloc_floats(param_cols_, {});
+    if (t.targets) {
+      targets_ = static_cast<int64_t*>(alloc(p.targets.size() * 8));
+      upload(targets_, p.targets.data(), p.targets.size() * 8);
+    }
+    if (t.loss) loss_ = alloc_floats(p.rows, {});
+    if (t.lse) lse_ = alloc_floats(p.rows, {});
+    if (t.indices) indices_ = static_cast<int64_t*>(alloc(static_cast<size_t>(p.rows * p.k) * 8));
   } catch (...) {
     release();
     throw;
@@ -389,10 +404,12 @@ void DeviceRun::release() {
   if (!ctx_) return;
   for (void* ptr : {x_, second_, y_, gamma_, beta_, residual_out_, static_cast<void*>(mean_),
                     static_cast<void*>(rstd_), static_cast<void*>(y_scale_), static_cast<void*>(dgamma_),
-                    static_cast<void*>(dbeta_)})
+                    static_cast<void*>(dbeta_), static_cast<void*>(loss_), static_cast<void*>(lse_),
+                    static_cast<void*>(targets_), static_cast<void*>(indices_)})
     if (ptr) onorm_free(ctx_, ptr);
   x_ = second_ = y_ = gamma_ = beta_ = residual_out_ = nullptr;
-  mean_ = rstd_ = y_scale_ = dgamma_ = dbeta_ = nullptr;
+  mean_ = rstd_ = y_scale_ = dgamma_ = dbeta_ = loss_ = lse_ = nullptr;
+  targets_ = indices_ = nullptr;
   onorm_destroy(ctx_);
   ctx_ = nullptr;
 }
@@ -460,6 +477,13 @@ onorm_status DeviceRun::call() {
   c.y_scale = y_scale_;
   c.dgamma = dgamma_;
   c.dbeta = dbeta_;
+  c.k = p_.k;
+  c.label_smoothing = p_.label_smoothing;
+  c.z_loss = p_.z_loss;
+  c.targets = targets_;
+  c.loss = loss_;
+  c.lse = lse_;
+  c.indices = indices_;
   return call_op(ctx_, op_, c);
 }
 
@@ -486,13 +510,17 @@ void DeviceRun::fetch(Outputs& out) {
     host.resize(n * elem / sizeof(host[0]));
     download(host.data(), device, n * elem);
   };
-  take(out.y, y_, true, elems, dtype_size(out_));
+  const size_t y_elems = op_.row == RowOp::softmax_topk ? rows * static_cast<size_t>(p_.k) : elems;
+  take(out.y, y_, true, y_elems, dtype_size(out_));
   take(out.mean, mean_, t.mean && writes_statistics(op_), rows, 4);
   take(out.rstd, rstd_, t.rstd && writes_statistics(op_), rows, 4);
   take(out.residual_out, residual_out_, t.residual_out, elems, dtype_size(p_.in));
   take(out.y_scale, y_scale_, t.y_scale, rows, 4);
   take(out.dgamma, dgamma_, t.dgamma, cols, 4);
   take(out.dbeta, dbeta_, t.dbeta, cols, 4);
+  take(out.loss, loss_, t.loss, rows, 4);
+  take(out.lse, lse_, t.lse, rows, 4);
+  take(out.indices, indices_, t.indices, y_elems, 8);
 }
 
 }  // namespace onorm_tool

@@ -77,11 +77,16 @@ struct Problem {
                                            // backward passes, the residual of add_rms_norm/add_layer_norm
   std::vector<unsigned char> gamma, beta;  // cols elements of `param` (norms only; empty otherwise)
   std::vector<float> mean, rstd;           // the norms' backward: the forward's statistics, an input
+  int64_t k = 0;                           // softmax_topk: entries per row (--k)
+  double label_smoothing = 0, z_loss = 0;  // cross_entropy (--label-smoothing, --z-loss)
+  std::vector<int64_t> targets;            // cross_entropy: rows class indices, some ignore_index
   int inputs() const { return row_inputs(op); }
+  // y's columns: k for softmax_topk's values, else cols.
+  int64_t y_cols() const { return op.row == RowOp::softmax_topk ? k : cols; }
   size_t x_bytes() const { return static_cast<size_t>(rows * cols) * dtype_size(in); }
-  size_t y_bytes() const { return static_cast<size_t>(rows * cols) * dtype_size(out); }
+  size_t y_bytes() const { return static_cast<size_t>(rows * y_cols()) * dtype_size(out); }
   // Bytes one run moves for the bandwidth figure (ops.hpp: what is counted).
-  double moved_bytes() const { return onorm_tool::moved_bytes(op, rows, cols, in, out, param); }
+  double moved_bytes() const { return onorm_tool::moved_bytes(op, rows, cols, in, out, param, k); }
 };
 
 // Fills p.x (rows, cols, in set) from dist and seed. Works a row at a time (no float copy of
@@ -94,6 +99,9 @@ void generate_params(Problem& p, uint64_t seed);
 // The norms' backward: fills p.mean and p.rstd with the float64 forward's statistics of x, rounded
 // to float, so that every backend gets the same inputs (nothing for the other ops).
 void generate_statistics(Problem& p);
+// cross_entropy: fills p.targets with classes in [0, cols) from the seed, every 7th row (from
+// the 4th) the ignore_index -100 (nothing for the other ops).
+void generate_targets(Problem& p, uint64_t seed);
 // Encodes float values into a buffer of dtype (round to nearest even).
 void encode_floats(const float* src, size_t n, onorm_dtype dtype, unsigned char* dst);
 
@@ -116,6 +124,8 @@ struct Outputs {
   std::vector<unsigned char> residual_out;  // h = x + residual, in x's dtype
   std::vector<float> y_scale;               // the quantized ops' per-row scale
   std::vector<float> dgamma, dbeta;         // the norms' backward
+  std::vector<float> loss, lse;             // cross_entropy
+  std::vector<int64_t> indices;             // softmax_topk
 };
 
 // An open context with the problem's buffers on the device.
@@ -156,6 +166,8 @@ class DeviceRun {
   void *x_ = nullptr, *second_ = nullptr, *y_ = nullptr, *gamma_ = nullptr, *beta_ = nullptr,
        *residual_out_ = nullptr;
   float *mean_ = nullptr, *rstd_ = nullptr, *y_scale_ = nullptr, *dgamma_ = nullptr, *dbeta_ = nullptr;
+  float *loss_ = nullptr, *lse_ = nullptr;
+  int64_t *targets_ = nullptr, *indices_ = nullptr;
 };
 
 [[noreturn]] void throw_status(const std::string& what, onorm_status s);

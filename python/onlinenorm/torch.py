@@ -1,6 +1,6 @@
 """PyTorch ops of the library (torch.library.custom_op, namespace "onlinenorm"): fake kernels for
-torch.compile, autograd through the library's backward passes, and the modules LayerNorm and
-RMSNorm. Tensors compute where they live (CPU backend, or CUDA/HIP on torch's current stream)."""
+torch.compile, autograd through the library's backward passes, cross-entropy whose forward
+computes the gradient in the same pass, softmax top-k, and the modules LayerNorm and RMSNorm. Tensors compute where they live (CPU backend, or CUDA/HIP on torch's current stream)."""
 from __future__ import annotations
 
 from typing import Optional, Tuple, Union
@@ -9,7 +9,9 @@ import torch
 from torch import Tensor
 
 from . import _backward, _forward
+from ._cross_entropy import cross_entropy as _plain_cross_entropy
 from ._onlinenorm import LAYER_NORM, RMS_NORM
+from ._softmax_topk import softmax_topk as _plain_softmax_topk
 
 _KIND_NAMES = {LAYER_NORM: "layer_norm", RMS_NORM: "rms_norm"}
 
@@ -120,6 +122,112 @@ def _norm_grad(ctx, dy, dh, _dmean, _drstd):
 _norm.register_autograd(_norm_grad, setup_context=_norm_setup)
 
 
+@torch.library.custom_op("onlinenorm::cross_entropy", mutates_args=())
+def _cross_entropy(
+    logits: Tensor, targets: Tensor, ignore_index: int, label_smoothing: float, z_loss: float, with_grad: bool,
+) -> Tuple[Tensor, Tensor]:
+    """(loss, grad): the per-row loss in float32 and, with_grad, the gradient of sum(loss) in the
+    logits' dtype, from the same pass (empty without with_grad)."""
+    common = dict(ignore_index=ignore_index, label_smoothing=label_smoothing, z_loss=z_loss)
+    if not with_grad:
+        return _plain_cross_entropy(logits.contiguous(), targets.contiguous(), **common), logits.new_empty(0)
+    r = _plain_cross_entropy(logits.contiguous(), targets.contiguous(), grad=True, **common)
+    return r.loss, r.grad
+
+
+@_cross_entropy.register_fake
+def _(logits, targets, ignore_index, label_smoothing, z_loss, with_grad):
+    grad = logits.new_empty(logits.shape) if with_grad else logits.new_empty(0)
+    return logits.new_empty(logits.shape[:-1], dtype=torch.float32), grad
+
+
+def _cross_entropy_setup(ctx, inputs, output):
+    _, grad = output
+    ctx.mark_non_differentiable(grad)
+    ctx.save_for_backward(grad)
+    ctx.with_grad = inputs[5]
+
+
+def _cross_entropy_grad(ctx, dloss, _dgrad):
+    (grad,) = ctx.saved_tensors
+    if not ctx.with_grad:
+        raise RuntimeError("onlinenorm::cross_entropy: the forward ran without its gradient (with_grad=False)")
+    # The saved gradient is of sum(loss) (grad_scale 1): each row scales by its incoming gradient.
+    dlogits = (grad * dloss.unsqueeze(-1)).to(grad.dtype)
+    return dlogits, None, None, None, None, None
+
+
+_cross_entropy.register_autograd(_cross_entropy_grad, setup_context=_cross_entropy_setup)
+
+
+@torch.library.custom_op("onlinenorm::softmax_topk", mutates_args=())
+def _softmax_topk(x: Tensor, k: int, renormalize: bool) -> Tuple[Tensor, Tensor]:
+    return _plain_softmax_topk(x.contiguous(), k, renormalize)
+
+
+@_softmax_topk.register_fake
+def _(x, k, renormalize):
+    shape = tuple(x.shape[:-1]) + (k,)
+    return x.new_empty(shape), x.new_empty(shape, dtype=torch.int64)
+
+
+def _softmax_topk_setup(ctx, inputs, output):
+    x, _, renormalize = inputs
+    values, indices = output
+    ctx.mark_non_differentiable(indices)
+    ctx.renormalize, ctx.x_shape, ctx.x_dtype = renormalize, x.shape, x.dtype
+    # Without renormalize the gradient reaches every column through the row's softmax: keep x.
+    ctx.save_for_backward(None if renormalize else x, values, indices)
+
+
+def _softmax_topk_grad(ctx, dvalues, _dindices):
+    x, values, indices = ctx.saved_tensors
+    v, dv = values.float(), dvalues.float()
+    inner = (dv * v).sum(-1, keepdim=True)
+    zeros = torch.zeros(ctx.x_shape, dtype=torch.float32, device=values.device)
+    if ctx.renormalize:
+        # The softmax over the k selected logits: its backward, at their columns (0 elsewhere).
+        dx = zeros.scatter(-1, indices, v * (dv - inner))
+    else:
+        # v_i = p[idx_i] with p the whole row's softmax: dx_j = sum_i dv_i v_i [j == idx_i] - p_j sum_i dv_i v_i.
+        p = torch.softmax(x.float(), -1)
+        dx = zeros.scatter(-1, indices, dv * v) - p * inner
+    return dx.to(ctx.x_dtype), None, None
+
+
+_softmax_topk.register_autograd(_softmax_topk_grad, setup_context=_softmax_topk_setup)
+
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def cross_entropy(
+    logits: Tensor, targets: Tensor, *, ignore_index: int = -100, reduction: str = "mean",
+    label_smoothing: float = 0.0, z_loss: float = 0.0,
+) -> Tensor:
+    """torch.nn.functional.cross_entropy with the classes on the last axis: logits (..., C),
+    targets (...) int64. reduction "mean" divides by the rows whose target is not ignore_index
+    (as torch does), "sum" adds, "none" gives the per-row loss. z_loss adds z_loss * lse^2 per row.
+    The forward computes the gradient in the same pass when the logits require grad (kept for the
+    backward: one logits-sized tensor). The result has the logits' dtype; the reduction runs in
+    float32."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"reduction: {reduction!r} is none of {', '.join(_REDUCTIONS)}")
+    with_grad = torch.is_grad_enabled() and logits.requires_grad
+    loss, _ = _cross_entropy(logits, targets, int(ignore_index), float(label_smoothing), float(z_loss), with_grad)
+    if reduction == "sum":
+        loss = loss.sum()
+    elif reduction == "mean":
+        loss = loss.sum() / (targets != ignore_index).sum()
+    return loss.to(logits.dtype)
+
+
+def softmax_topk(x: Tensor, k: int, renormalize: bool = False) -> Tuple[Tensor, Tensor]:
+    """(values, indices) of each row's k largest entries (onlinenorm.softmax_topk), values
+    differentiable: their softmax over the whole row, or over the k selected with renormalize."""
+    return _softmax_topk(x, k, renormalize)
+
+
 def softmax(x: Tensor) -> Tensor:
     """Softmax over the last axis, differentiable and traceable by torch.compile."""
     return _softmax(x, False)
@@ -188,4 +296,4 @@ class RMSNorm(torch.nn.Module):
         return rms_norm(x, self.weight, self.eps, residual=residual, weight_offset=self.weight_offset)
 
 
-__all__ = ["LayerNorm", "RMSNorm", "layer_norm", "log_softmax", "rms_norm", "softmax"]
+__all__ = ["LayerNorm", "RMSNorm", "cross_entropy", "layer_norm", "log_softmax", "rms_norm", "softmax", "softmax_topk"]

@@ -93,3 +93,13 @@ void check_vector(size_t ndim, const int64_t* shape, const int64_t* strides, int
         with_name(name, "has " + std::to_string(size) + " elements, needs " + std::to_string(count)).c_str());
   if (!dense) throw nb::value_error(with_name(name, "must be contiguous").c_str());
 }
+
+// gamma and beta share one dtype (the C ABI's param_dtype).
+onorm_dtype params_of(const Context& ctx, const std::optional<InArray>& gamma, const std::optional<InArray>& beta,
+                      int64_t cols, onorm_dtype fallback, const void** gamma_data, const void** beta_data) {
+  onorm_dtype dtype = fallback, beta_dtype = fallback;
+  *gamma_data = gamma ? vector_of(ctx, *gamma, cols, "gamma", &dtype) : nullptr;
+  *beta_data = beta ? vector_of(ctx, *beta, cols, "beta", &beta_dtype) : nullptr;
+  if (gamma && beta && dtype != beta_dtype) throw nb::type_error("gamma and beta must have one dtype");
+  return beta && !gamma ? beta_dtype : dtype;
+}

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "bindings.hpp"
 #include "compare_binding.hpp"
 #include "context.hpp"
 #include "status.hpp"
@@ -46,16 +47,6 @@ void softmax_backward(const Context& ctx, const InArray& y, const InArray& dy, c
                  : onorm_softmax_backward(ctx.handle, &yr, &dyr, &dxr);
   }
   check(status, log ? "onorm_log_softmax_backward" : "onorm_softmax_backward");
-}
-
-// gamma and beta share one dtype (the C ABI's param_dtype).
-onorm_dtype params_of(const Context& ctx, const OptIn& gamma, const OptIn& beta, int64_t cols, onorm_dtype fallback,
-                      const void** gamma_data, const void** beta_data) {
-  onorm_dtype dtype = fallback, beta_dtype = fallback;
-  *gamma_data = gamma ? vector_of(ctx, *gamma, cols, "gamma", &dtype) : nullptr;
-  *beta_data = beta ? vector_of(ctx, *beta, cols, "beta", &beta_dtype) : nullptr;
-  if (gamma && beta && dtype != beta_dtype) throw nb::type_error("gamma and beta must have one dtype");
-  return beta && !gamma ? beta_dtype : dtype;
 }
 
 void norm(const Context& ctx, int kind, const InArray& x, const OutArray& y, int y_dtype, const OptIn& gamma,
@@ -167,6 +158,9 @@ NB_MODULE(_onlinenorm, m) {
         "y_scale"_a.none(), "y_static_scale"_a);
   m.def("norm_backward", &norm_backward, "ctx"_a, "kind"_a, "x"_a, "dy"_a, "dx"_a, "gamma"_a.none(),
         "weight_offset"_a, "mean"_a.none(), "rstd"_a, "dresidual"_a.none(), "dgamma"_a.none(), "dbeta"_a.none());
+  bind_cross_entropy(m);
+  bind_softmax_topk(m);
+  bind_row_states(m);
   m.def("backend_device_count", [](int b) { return onorm_backend_device_count(static_cast<onorm_backend>(b)); });
   m.def("backend_unavailable_reason",
         [](int b) { return std::string(onorm_backend_unavailable_reason(static_cast<onorm_backend>(b))); });

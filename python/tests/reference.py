@@ -86,3 +86,47 @@ def as_float64(a):
     if type(a).__module__.startswith("torch"):
         return a.detach().to("cpu").double().numpy()
     return np.asarray(a).astype(np.float64)
+
+
+def cross_entropy(x, targets, ignore_index=-100, label_smoothing=0.0, z_loss=0.0, grad_scale=1.0):
+    """(loss, lse, grad, grad_bound) of each row from the definition (docs/API.md,
+    "cross-entropy"); ignored rows: loss 0 and gradient 0, bound 0 (they must be exactly 0)."""
+    x = np.asarray(x, np.float64)
+    cols = x.shape[-1]
+    lse = np.log(np.exp(x - x.max(-1, keepdims=True)).sum(-1)) + x.max(-1)
+    t = np.asarray(targets)
+    ignored = t == ignore_index
+    q = np.full(x.shape, label_smoothing / cols)
+    hot = np.where(ignored, 0, t)
+    np.put_along_axis(q, hot[..., None], np.take_along_axis(q, hot[..., None], -1) + (1 - label_smoothing), -1)
+    loss = lse - (q * x).sum(-1) + z_loss * lse**2
+    a = 1 + 2 * z_loss * lse
+    p = np.exp(x - lse[..., None])
+    grad = grad_scale * (a[..., None] * p - q)
+    bound = abs(grad_scale) * (1e-5 * (np.abs(a) + 2 * z_loss * (np.abs(lse) + 1))[..., None] * p + 1e-30) + 1e-6 * abs(grad_scale)
+    loss = np.where(ignored, 0.0, loss)
+    grad = np.where(ignored[..., None], 0.0, grad)
+    bound = np.where(ignored[..., None], 0.0, bound)
+    return loss, lse, grad, bound
+
+
+def cross_entropy_stat_bound(loss, lse):
+    """The contract's bound on loss and lse: 1e-6 (|lse| + 1) + 1e-6 |loss|."""
+    return 1e-6 * (np.abs(lse) + 1) + 1e-6 * np.abs(loss)
+
+
+def topk(x, k, renormalize=False):
+    """(values, indices): the k largest of each row (ties: the lower column), their softmax over
+    the row or over the k selected."""
+    x = np.asarray(x, np.float64)
+    order = np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    picked = np.take_along_axis(x, order, -1)
+    values = softmax(picked) if renormalize else np.take_along_axis(softmax(x), order, -1)
+    return values, order
+
+
+def moments(x):
+    """(count, mean, M2) of each row, two-pass."""
+    x = np.asarray(x, np.float64)
+    mean = x.mean(-1)
+    return x.shape[-1], mean, ((x - mean[..., None]) ** 2).sum(-1)

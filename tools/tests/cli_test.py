@@ -4,7 +4,7 @@
 usage: cli_test.py ONORM_EXECUTABLE TEST_NAME [WORK_DIR]
 Test names: compare_table, bound_violation, json_schema, npy_input, usage_errors, bench,
 bench_memory, bench_interrupt, bench_setup_interrupt, bench_png, run, info, backward, norm_ops_compare,
-norm_ops_run, norm_ops_usage, norm_ops_bench. Uses only the Python standard library.
+norm_ops_run, norm_ops_usage, norm_ops_bench, row_ops_compare, row_ops_usage. Uses only the Python standard library.
 """
 import json
 import os
@@ -189,7 +189,7 @@ def validate_compare_json(j, nbackends):
         check(set(b["bitwise_diff"]) == set(labels) - {b["label"]}, b["bitwise_diff"])
         check((b["first_violation"] is None) == (b["bound_ok"] or not ran), b)
         if ran:
-            check(b["checked"] >= j["rows"] * j["cols"], b)
+            check(b["checked"] >= j["rows"] * j.get("k", j["cols"]), b)  # softmax_topk: k values a row
             check(all(isinstance(v, int) or v is None for v in b["bitwise_diff"].values()), b)
     typed(j, "errors", bool)
     check(j["errors"] == any(b["error"] is not None for b in j["backends"]), j)
@@ -774,6 +774,64 @@ def test_norm_ops_bench():
         # every case moves about --mb: rows fill what gamma and the other per-column tensors leave
         check(1e6 - bytes_of(dict(r, rows=1)) < r["bytes_moved"] <= 1e6, r)
 
+
+
+def test_row_ops_compare():
+    """cross_entropy and softmax_topk on two CPU contexts: within the bound, deterministic, their
+    options named in the heading and the JSON; a violation of each output is caught."""
+    out = os.path.join(WORK, "row.json")
+    cases = [("cross_entropy", ["--label-smoothing", 0.1, "--z-loss", 1e-4], "label smoothing 0.1, z-loss 0.0001"),
+             ("softmax_topk", ["--k", 5], "k 5")]
+    for op, options, named in cases:
+        for dt in ["f32", "f16", "bf16"]:
+            p = onorm("compare", "--op", op, "--rows", 37, "--cols", 300, "--dtype", dt, "--backends", "cpu,cpu",
+                      "--iters", 1, "--json", out, *options, expect=0)
+            first = p.stdout.splitlines()[0]
+            check("%s 37x300 %s -> %s" % (op, dt, dt) in first and named in first, first)
+            _, rows = parse_table(p.stdout)
+            check(all(r["bound"] == "ok" for r in rows), rows)
+            check(rows[0]["!=cpu#2"] == "0" and rows[1]["!=cpu"] == "0", "not deterministic? %r" % rows)
+            j = json.load(open(out))
+            validate_compare_json(j, 2)
+            size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
+            if op == "cross_entropy":
+                check(j["label_smoothing"] == 0.1 and j["z_loss"] == 1e-4, j)
+                # loss and lse of each row, and each gradient element
+                check(j["backends"][0]["checked"] == 37 * 2 + 37 * 300, j["backends"][0])
+                want = 37 * 300 * 2 * size + 37 * (8 + 4 + 4)
+            else:
+                check(j["k"] == 5, j)
+                check(j["backends"][0]["checked"] >= 37 * 5, j["backends"][0])
+                want = 37 * 300 * size + 37 * 5 * (size + 8)
+            check(all(b["bytes_moved"] == want for b in j["backends"]), (want, j["backends"]))
+        p = onorm("compare", "--op", op, "--rows", 8, "--cols", 128, "--backends", "cpu,cpu", "--iters", 1,
+                  "--perturb-ulps", "100000@cpu#2", "--json", out, *options, expect=3)
+        _, rows = parse_table(p.stdout)
+        check(rows[0]["bound"] == "ok" and rows[1]["bound"] == "FAIL(1)", rows)
+        what = json.load(open(out))["backends"][1]["first_violation"]["what"]
+        check(what == ("dlogits" if op == "cross_entropy" else "values"), what)
+    # a .npy input: the top k of a known row
+    x = write("topk_x.npy", npy_bytes("<f4", (1, 6), struct.pack("<6f", 0.5, 3.0, -1.0, 3.0, 2.0, 0.0)))
+    onorm("compare", "--op", "softmax_topk", "--input", x, "--k", 6, "--backends", "cpu", "--iters", 1, expect=0)
+    p = onorm("run", "--op", "softmax_topk", "--rows", 64, "--cols", 512, "--k", 16, "--backend", "cpu",
+              "--iters", 1, expect=0)
+    check("x read + values, indices written once" in p.stdout, p.stdout)
+
+
+def test_row_ops_usage():
+    shape = ["--rows", "4", "--cols", "8"]
+    expect_usage_errors([
+        (["compare", "--op", "softmax_topk", *shape, "--k", "9"], "exceeds --cols 8"),
+        (["compare", "--op", "softmax_topk", *shape, "--k", "0"], "--k"),
+        (["compare", "--op", "softmax", *shape, "--k", "2"], "does not apply"),
+        (["run", "--op", "softmax_topk", *shape, "--z-loss", "1"], "does not apply"),
+        (["compare", "--op", "cross_entropy", *shape, "--label-smoothing", "1.5"], "must be in [0, 1]"),
+        (["compare", "--op", "cross_entropy", *shape, "--z-loss", "-1"], "must be >= 0"),
+        (["bench", "--ops", "cross_entropy"], "not benchmarked by bench"),
+    ])
+    for cmd in ["run", "compare"]:
+        text = onorm(cmd, "--help", expect=0).stdout
+        check("cross_entropy" in text and "softmax_topk" in text and "--label-smoothing" in text, text)
 
 
 TESTS = {n[5:]: f for n, f in globals().items() if n.startswith("test_")}
