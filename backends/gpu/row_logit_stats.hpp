@@ -9,6 +9,10 @@
 #pragma once
 
 #include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+
+#include <algorithm>
+#include <cstdint>
+
 #include "dtype_io.hpp"
 #include "math.hpp"
 #include "onlinenorm/core/logit_stats.hpp"
@@ -19,6 +23,12 @@
 
 namespace onorm {
 namespace gpu {
+
+// Blocks of a kernel that holds a row per block: one per row, up to a few per
+// multiprocessor (the blocks loop over the rows past that).
+inline unsigned row_blocks(int64_t rows, int sms) {
+  return static_cast<unsigned>(std::min<int64_t>(rows, int64_t(16) * std::max(sms, 1)));
+}
 
 // Elements a thread takes per step: ITEMS vectors of VEC elements of In.
 template <typename In>
