@@ -122,12 +122,6 @@ __global__ void __launch_bounds__(BLOCK) cross_entropy_kernel(CrossEntropyArgs a
   }
 }
 
-// Blocks of a driver kernel that holds a row per block: one per row, up to a few per
-// multiprocessor (the blocks loop over the rows past that).
-inline unsigned row_blocks(int64_t rows, int sms) {
-  return static_cast<unsigned>(std::min<int64_t>(rows, int64_t(16) * std::max(sms, 1)));
-}
-
 // Runs a validated cross-entropy request on warp width WARP with launcher l (launcher.hpp).
 template <int WARP, typename L>
 onorm_status run_cross_entropy(L& l, const onorm_request& q) {

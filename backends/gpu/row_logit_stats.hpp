@@ -1,14 +1,18 @@
 // A row's LogitStats (core/logit_stats.hpp: softmax's (max, sum of exp(x - max)) and the sum of
 // x) taken by one block, for the driver ops that hold a row per block (cross-entropy, softmax
-// top-k). Each thread takes fixed steps of kLogitElems elements (16-byte vectors where the
-// row allows: the same values either way), a step's state in float (SoftmaxStatistics' pivot
-// and state), the steps folded pairwise in float (core::PairwiseFold: the error grows with
-// log2 of the steps, so rows of 2^24 and more columns keep the bound), then the threads merged
-// in double in the block's fixed tree. No atomics: the same row gives the same bits in any
-// batch, run after run.
+// top-k). Each thread takes fixed steps of LogitSteps::kElems elements (16-byte vectors where
+// the row allows: the same values either way), a step's state in float (SoftmaxStatistics'
+// pivot and state), the steps folded pairwise in double (core::PairwiseFold: a float fold's
+// rounding, a few units per level, would near the bound at 2^24 columns where lse is small),
+// then the threads merged in double in the block's fixed tree. No atomics: the same row gives
+// the same bits in any batch, run after run.
 #pragma once
 
 #include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+
+#include <algorithm>
+#include <cstdint>
+
 #include "dtype_io.hpp"
 #include "math.hpp"
 #include "onlinenorm/core/logit_stats.hpp"
@@ -19,6 +23,12 @@
 
 namespace onorm {
 namespace gpu {
+
+// Blocks of a kernel that holds a row per block: one per row, up to a few per
+// multiprocessor (the blocks loop over the rows past that).
+inline unsigned row_blocks(int64_t rows, int sms) {
+  return static_cast<unsigned>(std::min<int64_t>(rows, int64_t(16) * std::max(sms, 1)));
+}
 
 // Elements a thread takes per step: ITEMS vectors of VEC elements of In.
 template <typename In>
@@ -41,7 +51,7 @@ ONORM_DEV core::LogitStats<double> block_logit_stats(const In* x, int64_t cols, 
   static_assert(BLOCK / WARP > 1, "block_allreduce ends with a barrier when the block has several warps");
   const GpuMath m;
   const int tid = static_cast<int>(threadIdx.x);
-  core::PairwiseFold<core::LogitStats<float>> fold;
+  core::PairwiseFold<core::LogitStats<double>> fold;
   for (int64_t base = 0; base < cols; base += kStep) {
     const int n = static_cast<int>(cols - base < kStep ? cols - base : kStep);
     float v[E];
@@ -59,10 +69,9 @@ ONORM_DEV core::LogitStats<double> block_logit_stats(const In* x, int64_t cols, 
         d += m.exp(v[e] - p);  // padding (-inf) adds 0
         if ((tid + i * BLOCK) * VEC + j < n) sx += v[e];
       }
-    fold.push(core::LogitStats<float>::of(Stats::state<float>(E, r1, p, &d), sx));
+    fold.push(core::LogitStats<float>::of(Stats::state<float>(E, r1, p, &d), sx).as<double>());
   }
-  const core::LogitStats<double> mine = fold.result().as<double>();
-  return block_allreduce<WARP, BLOCK>(mine, scratch, CombineOp<core::LogitStats<double>>{});
+  return block_allreduce<WARP, BLOCK>(fold.result(), scratch, CombineOp<core::LogitStats<double>>{});
 }
 
 }  // namespace gpu

@@ -22,7 +22,6 @@
 
 #include "onlinenorm/core/ops/softmax.hpp"
 #include "onlinenorm/core/ops/softmax_topk.hpp"
-#include "cross_entropy.hpp"  // row_blocks
 #include "row_args.hpp"
 #include "row_logit_stats.hpp"
 

@@ -111,6 +111,7 @@ struct CeCase {
   int64_t cols;
   double ls, z, gs;
   bool in_place;
+  double offset = 0.0, scale = 3.0;  // logits offset + scale N(0, 1)
 };
 
 template <int W>
@@ -121,7 +122,7 @@ void run_ce(const CeCase& c, std::mt19937_64& rng) {
   Rows x(c.x, rows, c.cols, stride, 1);
   std::normal_distribution<double> n01(0.0, 1.0);
   for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < c.cols; ++j) x.set(i, j, 3.0 * n01(rng));
+    for (int64_t j = 0; j < c.cols; ++j) x.set(i, j, c.offset + c.scale * n01(rng));
   if (c.cols > 2) x.set(3, 1, kNaN);  // row 3: NaN (target valid): NaN loss and gradient
   x.set(5, 0, kNaN);                  // row 5: NaN, ignored: zeros
   std::vector<int64_t> t(rows);
@@ -214,10 +215,11 @@ TEST(DriverOps, CrossEntropy) {
 }
 
 // A vocabulary of 2^24 + 3 columns: the bound holds at that length (the steps' states merged
-// pairwise, not summed one by one).
+// pairwise, not summed one by one), with lse near 0, where the bound is tightest.
 TEST(DriverOps, CrossEntropyLongRow) {
   std::mt19937_64 rng(3);
-  run_ce<32>(CeCase{ONORM_F32, ONORM_BF16, (int64_t(1) << 24) + 3, 0.1, 1e-4, 1.0, false}, rng);
+  const int64_t cols = (int64_t(1) << 24) + 3;
+  run_ce<32>(CeCase{ONORM_F32, ONORM_BF16, cols, 0.1, 1e-4, 1.0, false, -std::log(double(cols)) - 0.125, 0.5}, rng);
 }
 
 // ------------------------------------------------------------------ softmax top-k
@@ -291,8 +293,9 @@ TEST(DriverOps, SoftmaxTopk) {
 // ------------------------------------------------------------------ partial row states
 // The rows cut into column slices: each slice's stats, the merge, each slice's finish; y and
 // mean / rstd against the whole row's reference.
+// eps == 0: row 0 holds values near 1e-30 (their squares underflow a float).
 template <int W, typename Op>
-void run_partial(onorm_ref::Op rop, onorm_dtype t, int64_t cols, int parts, std::mt19937_64& rng) {
+void run_partial(onorm_ref::Op rop, onorm_dtype t, int64_t cols, int parts, std::mt19937_64& rng, double eps = 1e-5) {
   SCOPED_TRACE("W" + std::to_string(W) + " " + onorm_ref::op_name(rop) + " cols " + std::to_string(cols) + " parts " +
                std::to_string(parts));
   using S = gpu::partial_state_t<Op>;
@@ -305,7 +308,8 @@ void run_partial(onorm_ref::Op rop, onorm_dtype t, int64_t cols, int parts, std:
   Rows x(t, rows, cols, cols + 5, 0);
   std::normal_distribution<double> n01(0.0, 1.0);
   for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) x.set(i, j, (norm && i == 1 ? 1e4 : 0.0) + 2.0 * n01(rng));
+    for (int64_t j = 0; j < cols; ++j)
+      x.set(i, j, (norm && i == 0 && eps == 0 ? 1e-30 : 1.0) * ((norm && i == 1 ? 1e4 : 0.0) + 2.0 * n01(rng)));
   for (int64_t j = 0; j < cols; ++j) x.set(2, j, norm ? 0.25 : -kInf);  // constant (norms), all -inf
   Rows gamma(t, 1, cols, cols), beta(t, 1, cols, cols);
   for (int64_t j = 0; j < cols; ++j) {
@@ -343,7 +347,7 @@ void run_partial(onorm_ref::Op rop, onorm_dtype t, int64_t cols, int parts, std:
       q.col[0] = static_cast<char*>(gamma.r.data) + cut[p] * esize(t);
       if (rop == onorm_ref::Op::layer_norm) q.col[1] = static_cast<char*>(beta.r.data) + cut[p] * esize(t);
       q.col_dtype = t;
-      q.param[0] = 1e-5;
+      q.param[0] = eps;
       q.row_out[0] = rop == onorm_ref::Op::layer_norm ? mean.data() : rstd.data();
       q.row_out[1] = rop == onorm_ref::Op::layer_norm ? rstd.data() : nullptr;
     }
@@ -352,7 +356,7 @@ void run_partial(onorm_ref::Op rop, onorm_dtype t, int64_t cols, int parts, std:
   }
   ASSERT_TRUE(l.errors().empty()) << l.errors();
   const onorm_ref::Result ref =
-      onorm_ref::compute(rop, x.r, norm ? gamma.r.data : nullptr, rop == onorm_ref::Op::layer_norm ? beta.r.data : nullptr, 1e-5);
+      onorm_ref::compute(rop, x.r, norm ? gamma.r.data : nullptr, rop == onorm_ref::Op::layer_norm ? beta.r.data : nullptr, eps);
   const onorm_ref::Report rep = onorm_ref::check(rop, ref, y.r, norm ? gamma.r.data : nullptr, t,
                                                  rop == onorm_ref::Op::layer_norm ? mean.data() : nullptr,
                                                  norm ? rstd.data() : nullptr);
@@ -365,6 +369,8 @@ TEST(DriverOps, PartialStates) {
   run_partial<64, ops::LogSoftmax>(onorm_ref::Op::log_softmax, ONORM_F32, 999, 4, rng);
   run_partial<32, ops::LayerNorm>(onorm_ref::Op::layer_norm, ONORM_F32, 20000, 2, rng);
   run_partial<64, ops::RmsNorm>(onorm_ref::Op::rms_norm, ONORM_F32, 3000, 3, rng);
+  run_partial<64, ops::LayerNorm>(onorm_ref::Op::layer_norm, ONORM_F32, 777, 2, rng, 0.0);
+  run_partial<32, ops::RmsNorm>(onorm_ref::Op::rms_norm, ONORM_F32, 777, 2, rng, 0.0);
 }
 
 TEST(DriverOps, StatsOfNoColumnsAndMergeOfNoParts) {
