@@ -117,7 +117,7 @@ def output(like: Any, shape: Sequence[int], out: Optional[Any], dtype: Optional[
     """`out` checked against the shape (and dtype, when one is asked for), or a new array."""
     wanted = normalize_dtype(dtype) if dtype is not None else None
     if out is None:
-        if wanted is None and is_torch(like):  # the common case, without naming the dtype
+        if wanted is None and is_torch(like) and tuple(like.shape) == tuple(shape):  # the common case
             torch = sys.modules["torch"]
             return torch.empty_like(like, memory_format=torch.contiguous_format)
         return empty(like, shape, wanted or dtype_name(like))
