@@ -48,8 +48,8 @@ def main():
     assert lib.onorm_create(2, 0, ctypes.byref(ctx)) == 0, "onorm_create(cuda)"
     lib.onorm_set_stream(ctx, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
     lib.onorm_last_error.restype = ctypes.c_char_p
-    import torch._dynamo
-    torch._dynamo.config.cache_size_limit = 100000
+    import torch._dynamo as dynamo
+    dynamo.config.cache_size_limit = 100000
     out = []
 
     def copy_us(nbytes):
