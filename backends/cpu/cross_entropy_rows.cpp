@@ -40,15 +40,7 @@ double logit_sum(const In* x, int64_t cols) {
 Record slice_record(size_t target, const onorm_request& q, const onorm_request& s, int64_t r, bool simd) {
   const int64_t cols = q.in[0].cols;
   if (cols == 0) return Record::identity();
-  core::MaxSum<double> ms;
-  if (simd) {
-    core::PairwiseFold<core::MaxSum<float>> fold;
-    for (int64_t k = 0; k * kChunk < cols; ++k) fold.push(simd_chunk_state(Softmax{}, target, s, 0, k, kOptPrefetch));
-    const core::MaxSum<float> m = fold.result();
-    ms = core::MaxSum<double>::of(m.m, m.d);
-  } else {
-    ms = scalar_state_of_row<Softmax, double>(s, 0);
-  }
+  const core::MaxSum<double> ms = softmax_row_state(target, s, simd);
   const void* x = row_of(q.in[0], r);
   double sum = 0.0;
   if (CrossEntropy::params(q.param).label_smoothing > 0.0)

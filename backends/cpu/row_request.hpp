@@ -3,6 +3,7 @@
 #pragma once
 
 #include "backend_interface.h"
+#include "kernels.hpp"
 #include "scalar_rows.hpp"
 
 namespace onorm {
@@ -21,6 +22,17 @@ inline onorm_request softmax_row_request(const onorm_request& q, int64_t r, floa
   s.out[0] = onorm_rows{out, ONORM_F32, 1, q.in[0].cols, q.in[0].cols};
   s.col_dtype = q.in[0].dtype;
   return s;
+}
+
+// The softmax state of the row of s (softmax_row_request): the SIMD chunk states folded in the
+// softmax call's tree where the SIMD kernels take the dtypes (simd), else the portable passes.
+inline core::MaxSum<double> softmax_row_state(size_t target, const onorm_request& s, bool simd) {
+  if (!simd) return scalar_state_of_row<core::ops::Softmax, double>(s, 0);
+  core::PairwiseFold<core::MaxSum<float>> fold;
+  for (int64_t k = 0; k * kChunk < s.in[0].cols; ++k)
+    fold.push(simd_chunk_state(core::ops::Softmax{}, target, s, 0, k, kOptPrefetch));
+  const core::MaxSum<float> m = fold.result();
+  return core::MaxSum<double>::of(m.m, m.d);
 }
 
 }  // namespace cpu

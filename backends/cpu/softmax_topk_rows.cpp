@@ -30,16 +30,7 @@ void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries) {
   const onorm_request s = softmax_row_request(q, r, &placeholder);
 
   core::MaxSum<double> ms;
-  if (!q.renormalize) {
-    if (simd_supports(target, s)) {
-      core::PairwiseFold<core::MaxSum<float>> fold;
-      for (int64_t c = 0; c * kChunk < cols; ++c) fold.push(simd_chunk_state(Softmax{}, target, s, 0, c, kOptPrefetch));
-      const core::MaxSum<float> m = fold.result();
-      ms = core::MaxSum<double>::of(m.m, m.d);
-    } else {
-      ms = scalar_state_of_row<Softmax, double>(s, 0);
-    }
-  }
+  if (!q.renormalize) ms = softmax_row_state(target, s, simd_supports(target, s));
   with_dtype(xt, [&](auto tag) {
     using In = typename decltype(tag)::type;
     const In* xr = static_cast<const In*>(x);
