@@ -55,7 +55,7 @@ Record slice_record(size_t target, const onorm_request& q, const onorm_request& 
 // exp(x - M) S into dlogits (f32) or the scratch row, the smoothing's shift taken off in float,
 // the target's element from its saved logit, rounded once to dlogits' dtype.
 void finish_row(size_t target, const onorm_request& q, const onorm_request& s, int64_t r, const Record& rec, bool simd,
-                float* lift) {
+                const float* lift) {
   const int64_t cols = q.in[0].cols, t = q.targets[r], tl = t - q.cols_offset;
   const CrossEntropy::Coefs c =
       CrossEntropy::row(CrossEntropy::stats_of(rec), rec.cols, t, q.ignore_index, rec.target_logit,
@@ -75,8 +75,15 @@ void finish_row(size_t target, const onorm_request& q, const onorm_request& s, i
       simd_write_chunk(Softmax{}, target, s, 0, k, sc, simd_chunk_state(Softmax{}, target, s, 0, k, kOptPrefetch),
                        kOptPrefetch);
     if (yt == ONORM_F32) {
+      // dlogits' row may start at any address: its floats move through memcpy.
+      char* yb = static_cast<char*>(y);
       if (c.shift != 0.0f)
-        for (int64_t j = 0; j < cols; ++j) lift[j] -= c.shift;
+        for (int64_t j = 0; j < cols; ++j) {
+          float v;
+          std::memcpy(&v, yb + 4 * j, 4);
+          v -= c.shift;
+          std::memcpy(yb + 4 * j, &v, 4);
+        }
     } else {
       for (int64_t j = 0; j < cols; ++j) store_at(y, yt, j, static_cast<double>(lift[j] - c.shift));
     }
@@ -90,8 +97,10 @@ void finish_row(size_t target, const onorm_request& q, const onorm_request& s, i
 }
 
 void run_row(size_t target, const onorm_request& q, int64_t r, float* scratch) {
+  // exp(x - M) S goes straight into an f32 dlogits row (the SIMD stores take any address), else
+  // into the scratch row.
   const bool f32_out = q.outputs > 0 && q.out[0].dtype == ONORM_F32;
-  float* lift = f32_out ? static_cast<float*>(const_cast<void*>(row_of(q.out[0], r))) : scratch;
+  void* lift = f32_out ? const_cast<void*>(row_of(q.out[0], r)) : scratch;
   const onorm_request s = softmax_row_request(q, r, lift);
   const bool simd = q.in[0].cols > 0 && simd_supports(target, s);
   switch (q.stage) {
@@ -103,10 +112,10 @@ void run_row(size_t target, const onorm_request& q, int64_t r, float* scratch) {
     case ONORM_STAGE_FINISH: {
       Record rec;
       std::memcpy(&rec, static_cast<const char*>(q.state_in) + r * static_cast<int64_t>(sizeof rec), sizeof rec);
-      finish_row(target, q, s, r, rec, simd, lift);
+      finish_row(target, q, s, r, rec, simd, static_cast<const float*>(scratch));
       break;
     }
-    default: finish_row(target, q, s, r, slice_record(target, q, s, r, simd), simd, lift);
+    default: finish_row(target, q, s, r, slice_record(target, q, s, r, simd), simd, scratch);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "option_blocks.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels.hpp"
 #include "onlinenorm/core/element.hpp"
@@ -46,11 +47,21 @@ onorm_request norm_of_block(const onorm_request& q, const onorm_rows& h, int64_t
 
 // h = round_T(x + residual) for one row: core::residual_add's float case (one float add, rounded
 // once to T), typed so that it vectorizes. Element j of x and the residual is read before h_j is
-// written: residual_out may be either.
+// written: residual_out may be either. Rows may start at any address (the API takes unaligned
+// rows): elements move through memcpy, which compiles to plain (unaligned) vector loads.
 template <typename T>
-void add_row(const T* x, const T* r, T* h, int64_t n) {
+void add_row(const void* x, const void* r, void* h, int64_t n) {
   using E = core::element<T>;
-  for (int64_t j = 0; j < n; ++j) h[j] = E::store(E::load(x[j]) + E::load(r[j]));
+  const char* xb = static_cast<const char*>(x);
+  const char* rb = static_cast<const char*>(r);
+  char* hb = static_cast<char*>(h);
+  for (int64_t j = 0; j < n; ++j) {
+    T a, b;
+    std::memcpy(&a, xb + j * static_cast<int64_t>(sizeof(T)), sizeof(T));
+    std::memcpy(&b, rb + j * static_cast<int64_t>(sizeof(T)), sizeof(T));
+    const T s = E::store(E::load(a) + E::load(b));
+    std::memcpy(hb + j * static_cast<int64_t>(sizeof(T)), &s, sizeof(T));
+  }
 }
 
 }  // namespace
@@ -101,8 +112,7 @@ void option_blocks_run(size_t target_index, const onorm_request& q, int64_t r0, 
       with_dtype(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         for (int64_t i = 0; i < n; ++i)
-          add_row(static_cast<const T*>(row_of(x, b0 + i)), static_cast<const T*>(row_of(res, b0 + i)),
-                  static_cast<T*>(const_cast<void*>(row_of(h, h0 + i))), cols);
+          add_row<T>(row_of(x, b0 + i), row_of(res, b0 + i), const_cast<void*>(row_of(h, h0 + i)), cols);
       });
     }
     const onorm_request p = norm_of_block(q, rows_at(h, h0, n), b0, n, quantized ? scratch.y() : nullptr);

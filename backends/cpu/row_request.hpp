@@ -11,7 +11,7 @@ namespace cpu {
 
 // Row r of q.in[0] as the input of a softmax request; its output `out` (cols floats, or the
 // row of an f32 output), or a placeholder when only the statistics are taken.
-inline onorm_request softmax_row_request(const onorm_request& q, int64_t r, float* out) {
+inline onorm_request softmax_row_request(const onorm_request& q, int64_t r, void* out) {
   onorm_request s{};
   s.op = ONORM_OP_SOFTMAX;
   s.inputs = 1;
