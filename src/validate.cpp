@@ -420,37 +420,20 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
         return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + sig.output[o] + " overlaps " + sig.output[p]);
   }
   // Column vectors (read) and per-row outputs (written): blocks that no output may meet.
-  struct Named { const void* p; int64_t count; size_t size; const char* name; bool output; };
-  Named blocks[ONORM_REQUEST_COLS + ONORM_REQUEST_ROW_OUTS + 3 + ONORM_REQUEST_ROW_INS + ONORM_REQUEST_COL_OUTS];
+  Block blocks[ONORM_REQUEST_COLS + ONORM_REQUEST_ROW_OUTS + 3 + ONORM_REQUEST_ROW_INS + ONORM_REQUEST_COL_OUTS];
   int nblocks = 0;
   for (int i = 0; i < sig.cols; ++i)
-    if (q.col[i]) blocks[nblocks++] = Named{q.col[i], x.cols, dtype_size(q.col_dtype), sig.col[i], false};
+    if (q.col[i]) blocks[nblocks++] = Block{q.col[i], x.cols, dtype_size(q.col_dtype), sig.col[i], false};
   for (int i = 0; i < sig.row_ins; ++i)
-    blocks[nblocks++] = Named{q.row_in[i], x.rows, sizeof(float), sig.row_in[i], false};
+    blocks[nblocks++] = Block{q.row_in[i], x.rows, sizeof(float), sig.row_in[i], false};
   for (int i = 0; i < sig.row_outs; ++i)
-    if (q.row_out[i]) blocks[nblocks++] = Named{q.row_out[i], x.rows, sizeof(float), sig.row_out[i], true};
+    if (q.row_out[i]) blocks[nblocks++] = Block{q.row_out[i], x.rows, sizeof(float), sig.row_out[i], true};
   for (int i = 0; i < sig.col_outs; ++i)
-    if (q.col_out[i]) blocks[nblocks++] = Named{q.col_out[i], x.cols, sizeof(float), sig.col_out[i], true};
-  if (q.y_scale) blocks[nblocks++] = Named{q.y_scale, x.rows, sizeof(float), "y_scale", true};
-  if (q.state_out) blocks[nblocks++] = Named{q.state_out, x.rows, state_size(q.op), "states", true};
-  if (q.state_in) blocks[nblocks++] = Named{q.state_in, x.rows, state_size(q.op), "states", false};
-  for (int b = 0; b < nblocks; ++b) {
-    const Named& o = blocks[b];
-    const Region r = block_of(o.p, o.count, o.size);
-    for (int i = 0; i < q.outputs; ++i)
-      if (overlaps(region_of(q.out[i]), r))
-        return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + sig.output[i] + " overlaps " + o.name);
-    if (!o.output) continue;
-    for (int i = 0; i < q.inputs; ++i)
-      if (overlaps(region_of(q.in[i]), r))
-        return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + o.name + " overlaps " + sig.input[i]);
-    for (int c = 0; c < nblocks; ++c) {
-      if (c == b) continue;
-      if (overlaps(r, block_of(blocks[c].p, blocks[c].count, blocks[c].size)))
-        return fail(ONORM_ERROR_INVALID_ARGUMENT, op + ": " + o.name + " overlaps " + blocks[c].name);
-    }
-  }
-  return ONORM_OK;
+    if (q.col_out[i]) blocks[nblocks++] = Block{q.col_out[i], x.cols, sizeof(float), sig.col_out[i], true};
+  if (q.y_scale) blocks[nblocks++] = Block{q.y_scale, x.rows, sizeof(float), "y_scale", true};
+  if (q.state_out) blocks[nblocks++] = Block{q.state_out, x.rows, state_size(q.op), "states", true};
+  if (q.state_in) blocks[nblocks++] = Block{q.state_in, x.rows, state_size(q.op), "states", false};
+  return check_blocks(op, q.in, sig.input, q.inputs, q.out, sig.output, q.outputs, blocks, nblocks);
 }
 
 }  // namespace onorm

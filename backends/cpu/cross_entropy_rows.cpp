@@ -9,6 +9,7 @@
 #include "kernels.hpp"
 #include "onlinenorm/core/ops/cross_entropy.hpp"
 #include "onlinenorm/core/sum.hpp"
+#include "partial_states.hpp"
 #include "row_request.hpp"
 #include "scalar_rows.hpp"
 
@@ -119,27 +120,11 @@ void run_row(size_t target, const onorm_request& q, int64_t r, float* scratch) {
   }
 }
 
-// Row r's states over the parts folded left to right in the fixed pairwise tree; every part is
-// read before the merged record is written (out may be in).
-void merge_rows(const onorm_request& q, int64_t r0, int64_t r1) {
-  for (int64_t r = r0; r < r1; ++r) {
-    core::PairwiseFold<Record> fold;
-    for (int64_t p = 0; p < q.state_parts; ++p) {
-      Record part;
-      std::memcpy(&part, static_cast<const char*>(q.state_in) + (p * q.state_rows + r) * int64_t(sizeof(Record)),
-                  sizeof(Record));
-      fold.push(part);
-    }
-    const Record out = fold.result();
-    std::memcpy(static_cast<char*>(q.state_out) + r * int64_t(sizeof(Record)), &out, sizeof out);
-  }
-}
-
 }  // namespace
 
 void cross_entropy_run(size_t target, const onorm_request& q, int threads) {
   if (q.stage == ONORM_STAGE_MERGE) {
-    merge_rows(q, 0, q.state_rows);
+    merge_parts<Record>(q, 0, q.state_rows);
     return;
   }
   const int64_t rows = q.in[0].rows, cols = q.in[0].cols;

@@ -51,21 +51,15 @@ void stats_rows(size_t target, const onorm_request& q, int64_t r0, int64_t r1, u
   }
 }
 
-// Row r's states over the parts, folded left to right in the fixed pairwise tree. Every part
-// is read before the merged record is written (out may be in).
+// The records of Op as a monoid for merge_parts (the same bytes: the record is its only member).
 template <class Op>
-void merge_rows(const onorm_request& q, int64_t r0, int64_t r1) {
-  struct Rec {
-    ops::StateRecord<Op> s;
-    static Rec identity() { return Rec{ops::identity_record<Op>()}; }
-    static Rec combine(const Rec& a, const Rec& b) { return Rec{ops::combine_records<Op>(a.s, b.s)}; }
-  };
-  for (int64_t r = r0; r < r1; ++r) {
-    core::PairwiseFold<Rec> fold;
-    for (int64_t p = 0; p < q.state_parts; ++p) fold.push(Rec{ops::state_record<Op>(q.state_in, p * q.state_rows + r)});
-    ops::put_state_record<Op>(q.state_out, r, fold.result().s);
+struct MergedRecord {
+  ops::StateRecord<Op> s;
+  static MergedRecord identity() { return MergedRecord{ops::identity_record<Op>()}; }
+  static MergedRecord combine(const MergedRecord& a, const MergedRecord& b) {
+    return MergedRecord{ops::combine_records<Op>(a.s, b.s)};
   }
-}
+};
 
 // The SIMD finish of rows from their records: the coefficients of the merged state, then each
 // chunk written as the whole-row call writes it (ops that finish from a kept lift take their
@@ -113,7 +107,8 @@ void partial_states_run(size_t target, const onorm_request& q, int threads, unsi
             over_rows(q.in[0].rows, threads, [&](int64_t r0, int64_t r1) { stats_rows<Op>(target, q, r0, r1, opts); });
           break;
         case ONORM_STAGE_MERGE:
-          over_rows(q.state_rows, threads, [&](int64_t r0, int64_t r1) { merge_rows<Op>(q, r0, r1); });
+          static_assert(sizeof(MergedRecord<Op>) == sizeof(ops::StateRecord<Op>), "a record's bytes");
+          over_rows(q.state_rows, threads, [&](int64_t r0, int64_t r1) { merge_parts<MergedRecord<Op>>(q, r0, r1); });
           break;
         case ONORM_STAGE_FINISH:
           over_rows(q.in[0].rows, threads, [&](int64_t r0, int64_t r1) { finish_rows<Op>(target, q, r0, r1, opts); });
