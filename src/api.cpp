@@ -388,6 +388,18 @@ onorm_status cross_entropy_of(const char* fn, onorm_context ctx, onorm_stage sta
     return run_request(ctx, q, given, 1, !stats && args->dlogits ? 1 : 0);
   });
 }
+
+// The merge of `parts` x `rows` partial states of op (its records: softmax's, the moments,
+// cross-entropy's).
+onorm_status merge_of(onorm_context ctx, onorm_op op, int64_t parts, int64_t rows, const void* in, void* out) {
+  onorm_request q = request_of(op);
+  q.stage = ONORM_STAGE_MERGE;
+  q.state_parts = parts;
+  q.state_rows = rows;
+  q.state_in = in;
+  q.state_out = out;
+  return run_request(ctx, q, nullptr, 0, 0);
+}
 }  // namespace
 
 onorm_status onorm_cross_entropy(onorm_context ctx, const onorm_rows* logits, const onorm_cross_entropy_args* args) {
@@ -400,13 +412,7 @@ onorm_status onorm_layer_cross_entropy_stats(onorm_context ctx, const onorm_rows
 }
 
 onorm_status onorm_layer_cross_entropy_merge(onorm_context ctx, int64_t parts, int64_t rows, const void* in, void* out) {
-  onorm_request q = request_of(ONORM_OP_CROSS_ENTROPY);
-  q.stage = ONORM_STAGE_MERGE;
-  q.state_parts = parts;
-  q.state_rows = rows;
-  q.state_in = in;
-  q.state_out = out;
-  return run_request(ctx, q, nullptr, 0, 0);
+  return merge_of(ctx, ONORM_OP_CROSS_ENTROPY, parts, rows, in, out);
 }
 
 onorm_status onorm_layer_cross_entropy_finish(onorm_context ctx, const onorm_rows* logits, int64_t col_offset,
@@ -425,22 +431,13 @@ onorm_status onorm_softmax_topk(onorm_context ctx, const onorm_rows* x, int64_t 
 }
 
 namespace {
-// Partial row states: the statistics of op's rows into states, their merge, and the finish.
+// Partial row states: the statistics of op's rows into states.
 onorm_status stats_of(onorm_context ctx, onorm_op op, const onorm_rows* x, void* states) {
   onorm_request q = request_of(op);
   q.stage = ONORM_STAGE_STATS;
   q.state_out = states;
   const onorm_rows* given[] = {x};
   return run_request(ctx, q, given, 1, 0);
-}
-onorm_status merge_of(onorm_context ctx, onorm_op op, int64_t parts, int64_t rows, const void* in, void* out) {
-  onorm_request q = request_of(op);
-  q.stage = ONORM_STAGE_MERGE;
-  q.state_parts = parts;
-  q.state_rows = rows;
-  q.state_in = in;
-  q.state_out = out;
-  return run_request(ctx, q, nullptr, 0, 0);
 }
 }  // namespace
 
