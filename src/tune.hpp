@@ -35,6 +35,7 @@ constexpr Key kTuneKeys[] = {
     {"cluster_max", 1, 16},                // largest cluster, blocks per row
     {"cluster_tier", 0, 1},                // smallest slice tried
     {"cluster_prefetch", 0, 1},            // gamma / beta prefetched before the cluster merge
+    {"cluster_stream", 0, 1},              // resident clusters walking rows through a shared-memory stage
     {"short_wide", 0, 1},                  // wide shapes for short rows
     // CPU
     {"stream", 0, 1},                      // streaming stores for large outputs

@@ -1,18 +1,25 @@
 // Rows split over a thread-block cluster (sm_90+): the K blocks of a cluster hold one row,
 // a slice each, in registers; each reduces its slice (gpu::slice_passes), the cluster merges
-// the K merge states through distributed shared memory in rank order (a fixed tree: every
-// block gets the same bits), and each block finishes and writes its slice. The row is read
-// from global memory once, and no flag or workspace is involved: the cluster barrier is the
-// hardware's. One cluster per row, not persistent: a persistent grid that loaded the next
-// row during the reductions measured slower (fewer blocks resident; bench/cuda/NOTES.md).
+// the K merge states in rank order (a fixed tree: every block gets the same bits), and each
+// block finishes and writes its slice. The states travel as stores into every peer's shared
+// memory that complete on the peer's barrier (Mailbox). The row is read from global memory
+// once, and no flag or workspace is involved. Two kernels:
+//   cluster_rows_kernel    one cluster per row, the slice loaded into registers;
+//   cluster_stream_kernel  a resident grid of clusters, each walking rows: the copy engine
+//                          brings a block's slice of the next row into shared memory while
+//                          the block reduces, merges and writes the current one (rows whose
+//                          inputs start on 16 bytes and whose bytes are a multiple of 16).
+// A register prefetch of the next row measured slower (twice the registers, fewer blocks
+// resident; bench/cuda/NOTES.md); the shared-memory stage costs no registers.
 // The norms' options (RowOptions) as in the register rows: the residual added as the slice
 // loads, h stored before the finish, y quantized with the cluster's maximum.
-// CUDA only (HIP has no clusters); the kernel is empty below sm_90 and the planner routes
+// CUDA only (HIP has no clusters); the kernels are empty below sm_90 and the planner routes
 // here only on devices of compute capability 9.0 or newer.
 #pragma once
 
 #include <cooperative_groups.h>
 
+#include "bulk_copy.cuh"
 #include "row_options.hpp"
 #include "slices.hpp"
 
@@ -63,39 +70,68 @@ __device__ __forceinline__ void cluster_store_quantized(const gpu::RowArgs& a, i
   gpu::store_quantized<R, ITEMS, BLOCK>(a, row, col0, n, lane, y, scale);
 }
 
-// grid.x = rows of this launch * K, cluster (K, 1, 1); s.chunk = columns per slice (a multiple
-// of the vector width), s.chunks = K, s.row0 = the launch's first row.
+constexpr int kMaxCluster = 16;
+
+// The slice states of a cluster's blocks for the row in hand, delivered into every block's
+// shared memory by the peers' stores (bulk::store_to_peer), which complete on the receiver's
+// barrier: a cluster barrier would release, and so wait for, the previous row's global stores.
+// Two sets for alternate rows: a block is at most one row ahead of a peer (it needs the peer's
+// state of the row before).
+template <typename S>
+struct Mailbox {
+  static_assert(sizeof(S) % 4 == 0, "states travel in 4-byte words");
+  S slot[2][kMaxCluster];
+  uint64_t full[2];
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Every thread, at the start: the barriers (thread 0), then this block's arrival on the
+// cluster's barrier; bulk::cluster_wait() before the first store into a peer.
+template <typename S>
+__device__ __forceinline__ void mailbox_open(Mailbox<S>& m) {
+  if (threadIdx.x == 0) {
+    bulk::init(&m.full[0]);
+    bulk::init(&m.full[1]);
+  }
+  bulk::cluster_arrive_relaxed();
+}
+#endif
+
+// The slice [col0, col0 + n) of the j-th row of this block (`row`) once loaded into v: its
+// passes, the cluster's merge, the finish and the stores. `merged`: the row's state, shared.
 template <typename R, int WARP, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_rows_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
+__device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::SplitArgs& s, int64_t row,
+                                            uint32_t j, int64_t col0, int n, int lane,
+                                            float (&v)[R::Op::kInputs][ITEMS * R::kVec],
+                                            gpu::Scratch<typename R::Op, WARP, BLOCK>& scratch,
+                                            Mailbox<typename R::Op::Merged>& mail, typename R::Op::Merged& merged) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   using Op = typename R::Op;
   using S = typename Op::Merged;
-  __shared__ gpu::Scratch<Op, WARP, BLOCK> scratch;
-  __shared__ S published;  // this block's slice state, read by the whole cluster
-  __shared__ S merged;     // the row's state (separate from scratch: the finish reuses scratch)
   cg::cluster_group cluster = cg::this_cluster();
   const int64_t K = s.chunks;
-  const int64_t row = s.row0 + blockIdx.x / K;
-  const int64_t slice = cluster.block_rank();
-  const int64_t col0 = slice * s.chunk;
-  const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
-  const int lane = static_cast<int>(threadIdx.x);
-  float v[Op::kInputs][ITEMS * R::kVec];
-  gpu::load_inputs<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
+  const unsigned rank = cluster.block_rank();
+  const unsigned set = j & 1u;
+  if (threadIdx.x == 0) bulk::arrive_expect(&mail.full[set], static_cast<uint32_t>(K * sizeof(S)));
   if constexpr (R::kOptions) {
     if (a.opt.res) gpu::add_residual<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
   }
   if (s.prefetch_cols) prefetch_cols<R, ITEMS, BLOCK>(a, col0, n, lane);
   const gpu::ChunkStats<Op> cs = gpu::slice_passes<R, WARP, ITEMS, BLOCK>(v, n, lane, scratch);
-  if (threadIdx.x == 0) published = cs.merged();
-  cluster.sync();  // every block's state is published
+  if (threadIdx.x < K) {  // thread t delivers this block's state to block t
+    const S mine = cs.merged();
+    const unsigned t = threadIdx.x;
+    bulk::store_to_peer(bulk::peer_address(&mail.slot[set][rank], t), reinterpret_cast<const uint32_t*>(&mine),
+                        int(sizeof(S) / 4), bulk::peer_address(&mail.full[set], t));
+  }
   if (threadIdx.x < WARP) {
-    S st = lane < K ? *cluster.map_shared_rank(&published, static_cast<unsigned>(lane)) : S::identity();
+    bulk::wait(&mail.full[set], (j >> 1) & 1u);
+    S st = lane < K ? mail.slot[set][lane] : S::identity();
     st = gpu::group_merge<WARP>(st, lane);
     if (lane == 0) merged = st;
   }
-  cluster.sync();  // no block leaves (its shared memory) before all have read; `merged` visible
+  __syncthreads();  // `merged` visible; the slots are read before the next row's stores into them
   bool reread;
   const gpu::coefs_t<Op> cf = gpu::merged_coefs<R, WARP, BLOCK>(a, row, merged, reread);
   // The row was read again in double (cluster-uniform: the same merged state everywhere). In
@@ -105,12 +141,88 @@ __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_rows_kernel(gpu::
   if constexpr (R::kOptions) {
     gpu::store_h<R, ITEMS, BLOCK>(a, row, col0, n, lane, v[0]);
     if (gpu::is_quantized_dtype(a.out_dtype)) {
-      gpu::slice_finish_values<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, cf, cs, slice == 0);
+      gpu::slice_finish_values<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, cf, cs, rank == 0);
       cluster_store_quantized<R, WARP, ITEMS, BLOCK>(a, row, col0, n, lane, v[0], K, scratch);
       return;
     }
   }
-  gpu::slice_finish<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, cf, cs, slice == 0);
+  gpu::slice_finish<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, cf, cs, rank == 0);
+#endif
+}
+
+// grid.x = rows of this launch * K, cluster (K, 1, 1); s.chunk = columns per slice (a multiple
+// of the vector width), s.chunks = K, s.row0 = the launch's first row.
+template <typename R, int WARP, int ITEMS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_rows_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using Op = typename R::Op;
+  __shared__ gpu::Scratch<Op, WARP, BLOCK> scratch;
+  __shared__ Mailbox<typename Op::Merged> mail;
+  __shared__ typename Op::Merged merged;  // the row's state (separate from scratch: the finish reuses scratch)
+  mailbox_open(mail);
+  const int64_t K = s.chunks;
+  const int64_t row = s.row0 + blockIdx.x / K;
+  const int64_t col0 = static_cast<int64_t>(cooperative_groups::this_cluster().block_rank()) * s.chunk;
+  const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
+  const int lane = static_cast<int>(threadIdx.x);
+  float v[Op::kInputs][ITEMS * R::kVec];
+  gpu::load_inputs<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
+  bulk::cluster_wait();  // every block's barriers are ready for the stores
+  cluster_row<R, WARP, ITEMS, BLOCK>(a, s, row, 0, col0, n, lane, v, scratch, mail, merged);
+#endif
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Thread 0: the copy of `row`'s slice into the stage, landing on `landed`.
+template <typename R>
+__device__ __forceinline__ void stage_slice(const gpu::RowArgs& a, int64_t row, int64_t col0, int n,
+                                            unsigned char* stage, uint64_t* landed) {
+  using In = typename R::In;
+  const uint32_t bytes = static_cast<uint32_t>(n * int64_t(sizeof(In)));
+  bulk::arrive_expect(landed, bytes);
+  if (bytes) bulk::copy(stage, static_cast<const In*>(a.in[0]) + row * a.in_stride[0] + col0, bytes, landed);
+}
+#endif
+
+// grid.x = clusters * K (every cluster resident), cluster (K, 1, 1); cluster c takes rows c,
+// c + clusters, ...; s.chunk, s.chunks as for cluster_rows_kernel; dynamic shared memory: a
+// slice, s.chunk elements. Ops of one input; the planner checks the copy engine's alignment
+// (stream_rows).
+template <typename R, int WARP, int ITEMS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_stream_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using Op = typename R::Op;
+  static_assert(Op::kInputs == 1, "one input staged");
+  __shared__ gpu::Scratch<Op, WARP, BLOCK> scratch;
+  __shared__ Mailbox<typename Op::Merged> mail;
+  __shared__ typename Op::Merged merged;
+  __shared__ uint64_t landed;  // the stage's barrier: one phase per row
+  ONORM_DYNAMIC_SMEM(stage);
+  const int64_t K = s.chunks;
+  const int64_t col0 = static_cast<int64_t>(cooperative_groups::this_cluster().block_rank()) * s.chunk;
+  const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
+  const int lane = static_cast<int>(threadIdx.x);
+  const int64_t step = gridDim.x / K;
+  int64_t row = blockIdx.x / K;
+  mailbox_open(mail);
+  if (threadIdx.x == 0) {
+    bulk::init(&landed);
+    if (row < a.rows) stage_slice<R>(a, row, col0, n, stage, &landed);
+  }
+  __syncthreads();  // the stage's barrier is initialized
+  bulk::cluster_wait();
+  for (uint32_t j = 0; row < a.rows; row += step, ++j) {
+    bulk::wait(&landed, j & 1u);
+    float v[Op::kInputs][ITEMS * R::kVec];
+    gpu::load_items<typename R::In, ITEMS, BLOCK, R::kVec>(reinterpret_cast<const typename R::In*>(stage), n, lane,
+                                                           v[0], true, Op::pad(0));
+    __syncthreads();  // every thread holds its values: the stage takes the next row
+    if (threadIdx.x == 0 && row + step < a.rows) {
+      bulk::fence_before_copy();
+      stage_slice<R>(a, row + step, col0, n, stage, &landed);
+    }
+    cluster_row<R, WARP, ITEMS, BLOCK>(a, s, row, j, col0, n, lane, v, scratch, mail, merged);
+  }
 #endif
 }
 

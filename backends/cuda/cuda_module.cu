@@ -93,6 +93,7 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   caps.cluster_max = static_cast<int>(tune::get("cluster_max", caps.cluster_max));
   caps.cluster_min_tier = static_cast<int>(tune::get("cluster_tier", caps.cluster_min_tier));
   caps.cluster_prefetch = tune::get("cluster_prefetch", 1) != 0;
+  caps.cluster_stream = tune::get("cluster_stream", 1) != 0;
   caps.short_wide = tune::get("short_wide", 1) != 0;
   const cudaError_t e = cudaEventCreateWithFlags(&ctx->ws_event, cudaEventDisableTiming);
   if (e != cudaSuccess) {

@@ -66,6 +66,34 @@ class CudaRuntime {
     const cudaLaunchConfig_t cfg = config(grid, K, BLOCK, attr);
     return try_call(cudaLaunchKernelEx(&cfg, cluster_rows_kernel<R, W, ITEMS, BLOCK>, a, s), "cluster launch");
   }
+  // cluster_stream_kernel on as many clusters as are resident at once (at most one per row);
+  // false where none fits.
+  template <typename R, int W, int ITEMS, int BLOCK>
+  bool cluster_stream(int K, const gpu::RowArgs& a, const gpu::SplitArgs& s, onorm_status& status) {
+    auto kern = cluster_stream_kernel<R, W, ITEMS, BLOCK>;
+    const size_t smem = static_cast<size_t>(s.chunk) * sizeof(typename R::In);
+    if (smem > 48 * 1024) {
+      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+                        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+      if (status != ONORM_OK) return false;
+    }
+    if (K > 8) {
+      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                        "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
+      if (status != ONORM_OK) return false;
+    }
+    cudaLaunchAttribute attr[1];
+    cudaLaunchConfig_t cfg = config(unsigned(K), K, BLOCK, attr);
+    cfg.dynamicSmemBytes = smem;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess || clusters < 1) {
+      cudaGetLastError();  // not an error of the request: the planner takes another kernel
+      return false;
+    }
+    cfg.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>(clusters, a.rows) * K));
+    status = try_call(cudaLaunchKernelEx(&cfg, kern, a, s), "cluster stream launch");
+    return true;
+  }
 
  private:
   cudaLaunchConfig_t config(unsigned grid, int K, int block, cudaLaunchAttribute* attr) const {

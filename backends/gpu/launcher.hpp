@@ -7,7 +7,8 @@
 //   workspace()                   the context's gpu::Workspace (the caller holds its lock)
 //   caps()                        the context's PlanCaps
 //   (kStaged)   staged_per_sm<R, W, BLOCK>(smem, status), staged<R, W, BLOCK>(grid, smem, coop, a, s)
-//   (kClusters) cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<R, W, ITEMS, BLOCK>(grid, K, a, s)
+//   (kClusters) cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<R, W, ITEMS, BLOCK>(grid, K, a, s),
+//               cluster_stream<R, W, ITEMS, BLOCK>(K, a, s, status)
 #pragma once
 
 #include "cross_entropy.hpp"
@@ -91,6 +92,10 @@ class Launcher {
   template <typename R, int W, int ITEMS, int BLOCK>
   onorm_status cluster(unsigned grid, int K, const RowArgs& a, const SplitArgs& s) {
     return rt_.template cluster<R, W, ITEMS, BLOCK>(grid, K, a, s);
+  }
+  template <typename R, int W, int ITEMS, int BLOCK>
+  bool cluster_stream(int K, const RowArgs& a, const SplitArgs& s, onorm_status& status) {
+    return rt_.template cluster_stream<R, W, ITEMS, BLOCK>(K, a, s, status);
   }
 
   // The workspace, at least `bytes`, ordered after its previous user.

@@ -3,7 +3,8 @@
 // capabilities) runs it (column vectors other than x's dtype without offset, param_dtype and
 // weight_offset, run two-read only: Columns):
 //   cluster     rows split over a thread-block cluster, slices in registers (capability
-//               `cluster`: CUDA sm_90+; the launcher has kClusters);
+//               `cluster`: CUDA sm_90+; the launcher has kClusters); rows the copy engine can
+//               stage stream through a resident grid of clusters (`cluster_stream`);
 //   registers   a group of lanes, or a block, per row, the row in registers
 //               (register_shapes.hpp: the 32- and 64-lane tables);
 //   staged      the row (or chunks of staged_chunk_bytes) in shared memory, a persistent grid;
@@ -14,7 +15,8 @@
 // A backend gives a launcher L (its runtime calls only):
 //   const PlanCaps& caps()
 //   rows<R, W, TPR, ITEMS, BLOCK>(grid, a)                       rows_kernel
-//   cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<...>(grid, K, a, s)   (kClusters)
+//   cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<...>(grid, K, a, s),
+//   cluster_stream<...>(K, a, s, status): false where no cluster of it fits    (kClusters)
 //   staged_per_sm<R, W, BLOCK>(smem, status), staged<R, W, BLOCK>(grid, smem, coop, a, s)  (kStaged)
 //   split<R, W, ITEMS, BLOCK, MODE>(gx, gy, a, s), row_coefs<R, W, BLOCK>(gx, a, s),
 //   merge<S, W, BLOCK>(gx, gy, in, out, count)                 the two-read kernels
@@ -55,6 +57,7 @@ struct PlanCaps {
   int cluster_max = 16;                  // largest cluster (blocks per row)
   int cluster_min_tier = 0;              // smallest slice tried (ClusterTiers)
   bool cluster_prefetch = true;          // prefetch the column vectors before the cluster merge
+  bool cluster_stream = true;            // resident clusters walking rows through a shared-memory stage
 };
 
 constexpr int kSplitBlock = 512;   // two-read chunks: a block of 512 threads
@@ -119,17 +122,30 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status) {
 
 // ------------------------------------------------------------------ cluster
 // Slices from small to large, (BLOCK threads, E elements per thread): 32 elements per thread,
-// then twice the threads; 16-bit rows take the first tier only (bench/cuda/NOTES.md), except
-// with the norms' options, where the rows past 16 slices of it have no faster placement.
+// then twice the threads.
 struct ClusterTier {
   int block, elems;
 };
 template <typename R>
 struct ClusterTiers {
-  static constexpr int kCount = sizeof(typename R::In) == 4 || R::kOptions ? 2 : 1;
+  static constexpr int kCount = 2;
   static constexpr ClusterTier kTier[2] = {ClusterTier{256, 32}, ClusterTier{512, 32}};
   static constexpr int64_t cols(int t) { return int64_t(kTier[t].block) * kTier[t].elems; }
 };
+
+// Rows that stream through resident clusters (cluster_stream): those of the ops that read one
+// input and no column vectors (softmax, log-softmax; the others measured faster with a cluster
+// per row: bench/RESULTS.md, issue 11), whose rows the copy engine can stage (they start on 16
+// bytes and hold a multiple of 16 bytes).
+template <typename R>
+constexpr bool kStreamOp = R::Op::kInputs == 1 && R::Op::kCols == 0 && !R::kOptions;
+// The fewest slices a streamed row has: rows of fewer (f32 16384-32768, bf16 32768 columns)
+// were as fast or faster with a cluster per row.
+constexpr int64_t kStreamMinSlices = 8;
+template <typename R>
+bool stream_rows(const RowArgs& a) {
+  return a.in_vec[0] && (a.cols * int64_t(sizeof(typename R::In))) % 16 == 0;
+}
 
 template <typename R, int W, int TIER, typename L>
 bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
@@ -140,6 +156,11 @@ bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
   s.chunks = K;
   s.chunk = ((a.cols + K - 1) / K + R::kVec - 1) / R::kVec * R::kVec;
   s.prefetch_cols = l.caps().cluster_prefetch;
+  if constexpr (kStreamOp<R>) {
+    if (l.caps().cluster_stream && K >= kStreamMinSlices && stream_rows<R>(a) &&
+        (l.template cluster_stream<R, W, kItems, kBlock>(K, a, s, status) || status != ONORM_OK))
+      return true;
+  }
   const int64_t max_rows = max_blocks<kBlock>() / K;
   for (int64_t r0 = 0; r0 < a.rows && status == ONORM_OK; r0 += max_rows) {
     s.row0 = r0;

@@ -1,6 +1,7 @@
 // CUDA benchmark and smoke check, through the library's C ABI (the same module users load).
 //
-//   onorm_bench_cuda [--csv FILE] [--quick] [--back-to-back] [--widths a,b,..]   time every op (f32, bf16)
+//   onorm_bench_cuda [--csv FILE] [--quick] [--back-to-back] [--widths a,b,..] [--ops a,b,..]
+//        time every op (or those named, as the table names them) in f32 and bf16
 //        over the widths, each case moving >= 256 MB, against a device-to-device copy of the same
 //        bytes measured in the same run (the faster of cudaMemcpyAsync and a kernel of 16-byte
 //        vectors: copy_tbps; both in the CSV); CUDA events around each call, median of many runs, buffer
@@ -74,7 +75,22 @@ const char* dtype_name(onorm_dtype d) {
 }
 
 // ------------------------------------------------------------------------------ benchmark
-int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back, const char* width_list) {
+// Whether `name` is in the comma-separated list (every name when there is no list).
+bool listed(const char* list, const char* name) {
+  if (!list) return true;
+  const size_t n = std::strlen(name);
+  for (const char* p = list; *p;) {
+    const char* e = std::strchr(p, ',');
+    const size_t len = e ? size_t(e - p) : std::strlen(p);
+    if (len == n && !std::strncmp(p, name, n)) return true;
+    if (!e) break;
+    p = e + 1;
+  }
+  return false;
+}
+
+int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back, const char* width_list,
+          const char* op_list) {
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
   std::vector<int64_t> widths = {64, 128, 512, 1024, 4096, 8192, 16384, 32768, 131072, 262144, 1048576};
@@ -176,6 +192,7 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
                        memcpy_tbps, vector_tbps);
       };
       for (Op op : kOps) {
+        if (!listed(op_list, onorm_ref::op_name(op))) continue;
         const double ms = time_it([&](int s) {
           onorm_rows x{xs[s], dt, rows, cols, cols};
           onorm_rows y{ys[s], dt, rows, cols, cols};
@@ -184,6 +201,7 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
         report(onorm_ref::op_name(op), ms, 2.0 * bytes);
       }
       for (Op op : kBackwardOps) {  // reads y and dy, writes dx (1.5x the bytes of a forward op)
+        if (!listed(op_list, onorm_ref::op_name(op))) continue;
         const double ms = time_it([&](int s) {
           onorm_rows y{xs[s], dt, rows, cols, cols}, dy{xs[s ^ 1], dt, rows, cols, cols}, dx{ys[s], dt, rows, cols, cols};
           OK(run_backward_op(ctx, op, y, dy, dx));
@@ -194,7 +212,7 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
       // (4x the bytes of x); RMSNorm to E4M3 with a dynamic per-row scale: reads x, writes a byte
       // per element.
       const bool stats_fit = rows <= (1 << 22);
-      {
+      if (listed(op_list, "add_rms_norm")) {
         const double ms = time_it([&](int s) {
           onorm_rows x{xs[s], dt, rows, cols, cols}, r{xs[s ^ 1], dt, rows, cols, cols}, h{ys[s ^ 1], dt, rows, cols, cols},
               y{ys[s], dt, rows, cols, cols};
@@ -210,7 +228,7 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
         });
         report("add_rms_norm", ms, 4.0 * bytes);
       }
-      if (stats_fit) {
+      if (stats_fit && listed(op_list, "rms_norm_fp8")) {
         const double ms = time_it([&](int s) {
           onorm_rows x{xs[s], dt, rows, cols, cols}, y{ys[s], ONORM_F8_E4M3, rows, cols, cols};
           onorm_norm_args a;
@@ -226,6 +244,7 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
       // The norms' backward: reads x and dy, writes dx (3x the bytes of x), and the column sums
       // dgamma (and dbeta) of every row.
       for (bool layer : {true, false}) {
+        if (!listed(op_list, layer ? "layer_norm_backward" : "rms_norm_backward")) continue;
         const double ms = time_it([&](int s) {
           onorm_rows x{xs[s], dt, rows, cols, cols}, dy{xs[s ^ 1], dt, rows, cols, cols}, dx{ys[s], dt, rows, cols, cols};
           onorm_norm_backward_args a;
@@ -419,8 +438,8 @@ int check(onorm_context ctx, bool big, bool small, bool hard_only) {
                                  61440, 131077, 262143};
   std::vector<onorm_dtype> dtypes = {ONORM_F32, ONORM_F16, ONORM_BF16};
   std::vector<int64_t> special_widths = {5, 64, 1000, 5000, 40000};
-  if (small) {  // under compute-sanitizer: every kernel family once, few elements
-    widths = {3, 100, 1025, 4097, 40000};
+  if (small) {  // under compute-sanitizer: every kernel family once, few elements (131077: 9 slices, streamed)
+    widths = {3, 100, 1025, 4097, 40000, 131077};
     dtypes = {ONORM_F32, ONORM_BF16};
     special_widths = {5, 40000};
   }
@@ -514,11 +533,13 @@ int check(onorm_context ctx, bool big, bool small, bool hard_only) {
 int main(int argc, char** argv) {
   const char* csv = nullptr;
   const char* width_list = nullptr;
+  const char* op_list = nullptr;
   bool do_check = false, quick = false, back_to_back = false, big = false, small = false, hard_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
     else if (!std::strcmp(argv[i], "--check")) do_check = true;
     else if (!std::strcmp(argv[i], "--widths") && i + 1 < argc) width_list = argv[++i];
+    else if (!std::strcmp(argv[i], "--ops") && i + 1 < argc) op_list = argv[++i];
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--back-to-back")) back_to_back = true;
     else if (!std::strcmp(argv[i], "--big")) big = true;
@@ -532,7 +553,7 @@ int main(int argc, char** argv) {
   onorm_context ctx = nullptr;
   OK(onorm_create(ONORM_BACKEND_CUDA, 0, &ctx));
   std::printf("backend: %s\n", onorm_backend_name(ctx));
-  const int rc = do_check ? check(ctx, big, small, hard_only) : bench(ctx, csv, quick, back_to_back, width_list);
+  const int rc = do_check ? check(ctx, big, small, hard_only) : bench(ctx, csv, quick, back_to_back, width_list, op_list);
   onorm_destroy(ctx);
   return rc;
 }
