@@ -69,8 +69,8 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   int coop = 0;
   cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device);
   caps.coop = coop != 0;
-  // 16-bit rows from 4096 columns: staged, then clusters; an op with one block reduction
-  // (RMSNorm) keeps rows of 8192 in registers (bench/RESULTS.md, issue 10).
+  // 16-bit rows from 4096 columns: staged, then clusters from 16384 (PlanCaps); an op with one
+  // block reduction (RMSNorm) keeps rows of 8192 in registers (bench/RESULTS.md, issues 10, 11).
   caps.reg_max_cols_16 = 4096;
   caps.reg_max_cols_16_one_pass = 8192;
   caps.short_wide = true;

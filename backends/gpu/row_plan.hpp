@@ -53,7 +53,7 @@ struct PlanCaps {
   int64_t staged_chunk_bytes = 32768;    // one shared-memory stage of the staged kernel
   int64_t smem_max = 0;                  // dynamic shared memory a block may have
   int64_t cluster_min_cols_f32 = 16384;  // shortest f32 row split over a cluster
-  int64_t cluster_min_cols_16 = 32768;   // shortest f16/bf16 row split over a cluster
+  int64_t cluster_min_cols_16 = 16384;   // shortest f16/bf16 row split over a cluster
   int cluster_max = 16;                  // largest cluster (blocks per row)
   int cluster_min_tier = 0;              // smallest slice tried (ClusterTiers)
   bool cluster_prefetch = true;          // prefetch the column vectors before the cluster merge

@@ -464,8 +464,8 @@ int check(onorm_context ctx, bool big, bool small, bool hard_only) {
       }
   // Hard norm data (special 4..6) through every CUDA schedule, out of place and in place (the
   // double path reads a row again before any block writes it): register rows (row groups and
-  // a block per row), cluster rows (f32 16384-262144: 2 to 16 slices; bf16 32768+), the staged
-  // kernel (bf16 10000: a block per row; bf16 20000 and f32 1M: cooperative chunks); the
+  // a block per row), cluster rows (f32 16384-262144: 2 to 16 slices; bf16 16384+), the staged
+  // kernel (bf16 10000: a block per row; f32 1M: cooperative chunks); the
   // two-read schedule (6M f32) under --big.
   {
     std::vector<std::pair<onorm_dtype, int64_t>> hard = {
