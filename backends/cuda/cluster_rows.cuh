@@ -26,8 +26,8 @@
 namespace onorm {
 namespace cuda {
 
-// The finish reads the column vectors after the cluster barrier: ask for this thread's lines
-// now, so that they arrive during the reductions and the barrier.
+// The finish reads the column vectors after the cluster's merge: ask for this thread's lines
+// now, so that they arrive during the reductions and the merge.
 template <typename R, int ITEMS, int BLOCK>
 __device__ __forceinline__ void prefetch_cols(const gpu::RowArgs& a, int64_t col0, int n, int lane) {
   constexpr int VEC = R::kVec;
