@@ -126,7 +126,6 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status) {
 struct ClusterTier {
   int block, elems;
 };
-template <typename R>
 struct ClusterTiers {
   static constexpr int kCount = 2;
   static constexpr ClusterTier kTier[2] = {ClusterTier{256, 32}, ClusterTier{512, 32}};
@@ -149,18 +148,19 @@ bool stream_rows(const RowArgs& a) {
 
 template <typename R, int W, int TIER, typename L>
 bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
-  constexpr int kBlock = ClusterTiers<R>::kTier[TIER].block;
-  constexpr int kItems = ClusterTiers<R>::kTier[TIER].elems / R::kVec;
-  if (!l.template cluster_fits<R, W, kItems, kBlock>(K, status)) return status != ONORM_OK;
+  constexpr int kBlock = ClusterTiers::kTier[TIER].block;
+  constexpr int kItems = ClusterTiers::kTier[TIER].elems / R::kVec;
   SplitArgs s{};
   s.chunks = K;
   s.chunk = ((a.cols + K - 1) / K + R::kVec - 1) / R::kVec * R::kVec;
   s.prefetch_cols = l.caps().cluster_prefetch;
+  // Streamed first: where its kernel fits (it checks), the per-row kernel's fit is not needed.
   if constexpr (kStreamOp<R>) {
     if (l.caps().cluster_stream && K >= kStreamMinSlices && stream_rows<R>(a) &&
         (l.template cluster_stream<R, W, kItems, kBlock>(K, a, s, status) || status != ONORM_OK))
       return true;
   }
+  if (!l.template cluster_fits<R, W, kItems, kBlock>(K, status)) return status != ONORM_OK;
   const int64_t max_rows = max_blocks<kBlock>() / K;
   for (int64_t r0 = 0; r0 < a.rows && status == ONORM_OK; r0 += max_rows) {
     s.row0 = r0;
@@ -185,7 +185,7 @@ bool place_cluster(const RowArgs& a, L& l, onorm_status& status, int64_t min_col
     (void)a, (void)l, (void)status, (void)min_cols;
     return false;
   } else {
-    using T = ClusterTiers<R>;
+    using T = ClusterTiers;
     const PlanCaps& caps = l.caps();
     if (!caps.cluster || a.cols < min_cols) return false;
     for (int tier = std::min(caps.cluster_min_tier, T::kCount - 1); tier < T::kCount; ++tier) {
