@@ -69,13 +69,16 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   int coop = 0;
   cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device);
   caps.coop = coop != 0;
-  // 16-bit rows from 4096 columns: staged, then clusters from 16384 (PlanCaps); an op with one
-  // block reduction (RMSNorm) keeps rows of 8192 in registers (bench/RESULTS.md, issues 10, 11).
+  // 16-bit rows: the dense shapes' ops (one input, no options) stay in registers to 16384
+  // columns, then clusters; the others from 4096 columns take the staged kernel, then clusters
+  // from 16384 (PlanCaps), and an op with one block reduction (the backward passes, RMSNorm with
+  // options) keeps rows of 8192 in registers (bench/RESULTS.md, issues 10, 11).
   caps.reg_max_cols_16 = 4096;
   caps.reg_max_cols_16_one_pass = 8192;
   caps.short_wide = true;
   const long long reg = tune::get("reg_cols", -1);
-  if (reg >= 0) caps.reg_max_cols_f32 = caps.reg_max_cols_16 = caps.reg_max_cols_16_one_pass = reg;
+  if (reg >= 0)
+    caps.reg_max_cols_f32 = caps.reg_max_cols_16 = caps.reg_max_cols_16_one_pass = caps.reg_max_cols_16_dense = reg;
   caps.force_two_read = tune::get("tworead", 0) != 0;
   // Two stages of stage_bytes per input (plus the merge scratch) must fit a block's shared memory.
   const long long stage = tune::get("stage_bytes", -1);

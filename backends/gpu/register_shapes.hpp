@@ -32,6 +32,15 @@
   TRY(256, 2, 256)   /* 4096 */        \
   TRY(512, 2, 512)   /* 8192 */        \
   TRY(512, 4, 512)   /* 16384 */
+// Dense 16-bit rows of ops that read one input: 64 elements per thread, a quarter of the
+// threads per row, so that a thread's fixed work (the block reductions, the coefficients, the
+// column vectors' addresses) is spread over four times the elements; tried first from
+// kDenseMinCols (row_plan.hpp). Measured on an H100 (bench/RESULTS.md, issue 11): faster for
+// every op at 8192-16384 columns and for LayerNorm from 4096; slower for the others below.
+#define ONORM_GPU_W32_DENSE_SHAPES_VEC8(TRY) \
+  TRY(64, 8, 64)     /* 4096 */            \
+  TRY(128, 8, 128)   /* 8192 */            \
+  TRY(256, 8, 256)   /* 16384 */
 // Wide short rows, tried first where the device asks for them (short_wide).
 #define ONORM_GPU_W32_WIDE_SHAPES_VEC4(TRY) \
   TRY(4, 2, 256)     /* 32 */               \

@@ -50,6 +50,7 @@ struct PlanCaps {
   int64_t reg_max_cols_f32 = 16384;      // longest f32 row kept in registers
   int64_t reg_max_cols_16 = 16384;       // longest f16/bf16 row kept in registers
   int64_t reg_max_cols_16_one_pass = 16384;  // the same for ops without pass 1 (one block reduction)
+  int64_t reg_max_cols_16_dense = 16384;     // the same for the dense shapes' ops (kDenseRows)
   int64_t staged_chunk_bytes = 32768;    // one shared-memory stage of the staged kernel
   int64_t smem_max = 0;                  // dynamic shared memory a block may have
   int64_t cluster_min_cols_f32 = 16384;  // shortest f32 row split over a cluster
@@ -82,11 +83,20 @@ onorm_status launch_rows(const RowArgs& a0, L& l) {
   return ONORM_OK;
 }
 
+// The dense 16-bit shapes (register_shapes.hpp) take the rows of ops of one input without the
+// norms' options (the others measured slower with them) from kDenseMinCols<R> + 1 columns:
+// 4097, or 2049 for an op whose finish reads two column vectors (LayerNorm).
+template <typename R>
+constexpr bool kDenseRows = R::kVec == 8 && R::Op::kInputs == 1 && !R::kOptions;
+template <typename R>
+constexpr int64_t kDenseMinCols = R::Op::kCols >= 2 ? 2048 : 4096;
+
 // The longest row the register placement holds for R on this device.
 template <typename R>
 int64_t register_max_cols(const PlanCaps& caps) {
-  const bool one_pass = R::Op::kPass1 == core::ops::Pass1::kNone;
-  return R::kVec == 4 ? caps.reg_max_cols_f32 : one_pass ? caps.reg_max_cols_16_one_pass : caps.reg_max_cols_16;
+  if (R::kVec == 4) return caps.reg_max_cols_f32;
+  if (kDenseRows<R>) return caps.reg_max_cols_16_dense;
+  return R::Op::kPass1 == core::ops::Pass1::kNone ? caps.reg_max_cols_16_one_pass : caps.reg_max_cols_16;
 }
 
 template <typename R, int W, typename L>
@@ -108,6 +118,11 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status) {
   } else if constexpr (W == 32) {
     if (caps.short_wide) {
       ONORM_GPU_W32_WIDE_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
+    }
+    if constexpr (kDenseRows<R>) {
+      if (c > kDenseMinCols<R>) {
+        ONORM_GPU_W32_DENSE_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
+      }
     }
     ONORM_GPU_W32_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
   } else if constexpr (V == 4) {
@@ -173,7 +188,9 @@ bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
 // The shortest row split over a cluster (per input width).
 template <typename R>
 int64_t cluster_min_cols(const PlanCaps& caps) {
-  return sizeof(typename R::In) == 4 ? caps.cluster_min_cols_f32 : caps.cluster_min_cols_16;
+  if (sizeof(typename R::In) == 4) return caps.cluster_min_cols_f32;
+  // The rows the dense shapes hold stay in registers.
+  return kDenseRows<R> ? std::max(caps.cluster_min_cols_16, caps.reg_max_cols_16_dense + 1) : caps.cluster_min_cols_16;
 }
 
 // Rows from min_cols to 16 slices of the largest tier: the smallest slice whose cluster size K
