@@ -50,6 +50,7 @@ struct Bf16Cvt {
 
 template <>
 struct Io<Bf16Cvt> {
+  static constexpr bool kPaired = true;
   using Soft = Io<core::bf16_bits>;
   using D16 = Soft::D16;
   static HWY_INLINE VF Load(DF d, const Bf16Cvt* p) { return Soft::Load(d, reinterpret_cast<const core::bf16_bits*>(p)); }

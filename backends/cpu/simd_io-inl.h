@@ -1,7 +1,8 @@
 // Element I/O of the SIMD kernels: Lanes(DF) elements of a storage type loaded as f32 lanes,
 // f32 lanes stored rounded to the storage type (plain or streaming), the same for two vectors
 // of consecutive elements at once (Load2, Store2, Stream2: one wide access where the storage
-// type gains from it), partial vectors through a buffer, and the software prefetch. Per target (Highway's -inl.h pattern).
+// type gains from it; kPaired: the write pass stores pairs), partial vectors through a
+// buffer, and the software prefetch. Per target (Highway's -inl.h pattern).
 
 // Per-target include guard (see hwy/examples/skeleton-inl.h).
 #if defined(ONORM_CPU_SIMD_IO_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -68,6 +69,7 @@ struct Io;
 
 template <>
 struct Io<float> {
+  static constexpr bool kPaired = false;
   static HWY_INLINE VF Load(DF d, const float* p) { return hn::LoadU(d, p); }
   static HWY_INLINE void Store(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
   static HWY_INLINE void Stream(DF d, VF v, float* p) { StreamWhole(d, v, p); }
@@ -87,6 +89,7 @@ struct Io<float> {
 
 template <>
 struct Io<core::bf16_bits> {
+  static constexpr bool kPaired = false;
   using D16 = hn::Rebind<uint16_t, DF>;
   static HWY_INLINE VF Load(DF d, const core::bf16_bits* p) {
     const D16 d16;
@@ -143,6 +146,7 @@ struct Io<core::bf16_bits> {
 #if ONORM_SIMD_F16
 template <>
 struct Io<core::f16_bits> {
+  static constexpr bool kPaired = false;
   using DH = hn::Rebind<hwy::float16_t, DF>;
   using D16 = hn::Rebind<uint16_t, DF>;
   static HWY_INLINE VF Load(DF d, const core::f16_bits* p) {

@@ -94,29 +94,43 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
   const std::false_type full;
   size_t i = 0;
   VF a, b;
+  (void)a;
+  (void)b;
   const uintptr_t addr = reinterpret_cast<uintptr_t>(y);
+  // Pairs of vectors only where the store gains from them (Io<Out>::kPaired): elsewhere the
+  // single-vector loop, which GCC flattens completely.
+  constexpr size_t kStep = Io<Out>::kPaired ? 2 : 1;
   if (kCanStream && stream && addr % sizeof(Out) == 0) {
-    // The streamed part starts at a multiple of two vectors' bytes (Io::Stream2's alignment).
-    const size_t vbytes = 2 * N * sizeof(Out);
+    // The streamed part starts at a multiple of a step's bytes (Io::Stream2's alignment).
+    const size_t vbytes = kStep * N * sizeof(Out);
     size_t head = ((vbytes - addr % vbytes) % vbytes) / sizeof(Out);
     if (head > n) head = n;
     for (; i + N <= head; i += N) Io<Out>::Store(d, compute(i, N, full), y + i);
     if (i < head) StoreTail(d, compute(i, head - i, partial), y + i, head - i);
     i = head;
+    if constexpr (Io<Out>::kPaired) {
+      for (; i + 2 * N <= n; i += 2 * N) {
+        if (pf) PrefetchAhead(pf + i, 2 * N * sizeof(In));
+        compute2(i, a, b);
+        Io<Out>::Stream2(d, a, b, y + i);
+      }
+    } else {
+      for (; i + N <= n; i += N) {
+        if (pf) PrefetchAhead(pf + i, N * sizeof(In));
+        Io<Out>::Stream(d, compute(i, N, full), y + i);
+      }
+    }
+  }
+  if constexpr (Io<Out>::kPaired) {
     for (; i + 2 * N <= n; i += 2 * N) {
       if (pf) PrefetchAhead(pf + i, 2 * N * sizeof(In));
       compute2(i, a, b);
-      Io<Out>::Stream2(d, a, b, y + i);
+      Io<Out>::Store2(d, a, b, y + i);
     }
   }
-  for (; i + 2 * N <= n; i += 2 * N) {
-    if (pf) PrefetchAhead(pf + i, 2 * N * sizeof(In));
-    compute2(i, a, b);
-    Io<Out>::Store2(d, a, b, y + i);
-  }
-  if (i + N <= n) {
+  for (; i + N <= n; i += N) {
+    if (pf) PrefetchAhead(pf + i, N * sizeof(In));
     Io<Out>::Store(d, compute(i, N, full), y + i);
-    i += N;
   }
   if (i < n) StoreTail(d, compute(i, n - i, partial), y + i, n - i);
 }
