@@ -70,9 +70,6 @@ struct Io<Bf16Cvt> {
   static HWY_INLINE void Stream(DF d, VF v, Bf16Cvt* p) {
     StreamWhole(D16(), Round(d, v), reinterpret_cast<uint16_t*>(p));
   }
-  static HWY_INLINE void Load2(DF d, const Bf16Cvt* p, VF& a, VF& b) {
-    Soft::Load2(d, reinterpret_cast<const core::bf16_bits*>(p), a, b);
-  }
   // Two vectors in one VCVTNE2PS2BF16 (a's elements first). A zero word in its result is a
   // zero or a denormal it flushed: only then are the inputs tested for denormals, which
   // Soft::Round rounds instead.

@@ -35,9 +35,8 @@ HWY_INLINE float ChunkMax(DF d, const In* HWY_RESTRICT x, size_t n, float pad) {
   VF s0 = hn::Zero(d), s1 = s0;
   size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    VF a, b, c, e;
-    Io<In>::Load2(d, x + i, a, b);
-    Io<In>::Load2(d, x + i + 2 * N, c, e);
+    const VF a = Io<In>::Load(d, x + i), b = Io<In>::Load(d, x + i + N);
+    const VF c = Io<In>::Load(d, x + i + 2 * N), e = Io<In>::Load(d, x + i + 3 * N);
     m0 = hn::Max(m0, a);
     m1 = hn::Max(m1, b);
     m2 = hn::Max(m2, c);
@@ -80,13 +79,10 @@ HWY_INLINE float ChunkSum(DF d, const In* HWY_RESTRICT x, size_t n, float pad) {
   VF s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
   size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    VF a, b, c, e;
-    Io<In>::Load2(d, x + i, a, b);
-    Io<In>::Load2(d, x + i + 2 * N, c, e);
-    s0 = hn::Add(s0, a);
-    s1 = hn::Add(s1, b);
-    s2 = hn::Add(s2, c);
-    s3 = hn::Add(s3, e);
+    s0 = hn::Add(s0, Io<In>::Load(d, x + i));
+    s1 = hn::Add(s1, Io<In>::Load(d, x + i + N));
+    s2 = hn::Add(s2, Io<In>::Load(d, x + i + 2 * N));
+    s3 = hn::Add(s3, Io<In>::Load(d, x + i + 3 * N));
   }
   for (; i + N <= n; i += N) s0 = hn::Add(s0, Io<In>::Load(d, x + i));
   if (i < n) s1 = hn::Add(s1, LoadTail(d, x + i, n - i, pad));
@@ -106,11 +102,6 @@ HWY_INLINE float Pass1Of(DF d, const In* x, size_t n) {
 template <class Op, typename In>
 HWY_INLINE void LoadInputs(DF d, const In* const* x, size_t i, VF* v) {
   for (int k = 0; k < Op::kInputs; ++k) v[k] = Io<In>::Load(d, x[k] + i);
-}
-// Elements i and i + Lanes(d) of every input (Io::Load2).
-template <class Op, typename In>
-HWY_INLINE void LoadInputs2(DF d, const In* const* x, size_t i, VF* a, VF* b) {
-  for (int k = 0; k < Op::kInputs; ++k) Io<In>::Load2(d, x[k] + i, a[k], b[k]);
 }
 template <class Op, typename In>
 HWY_INLINE void LoadInputsTail(DF d, const In* const* x, size_t i, size_t n, float pivot, VF* v) {
@@ -139,8 +130,10 @@ HWY_INLINE void Pass2Of(DF d, const In* const* inputs, size_t n, float pivot, fl
   size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
     if (pf) PrefetchAhead(x[0] + i, 4 * N * sizeof(In));
-    LoadInputs2<Op>(d, x, i, v0, v1);
-    LoadInputs2<Op>(d, x, i + 2 * N, v2, v3);
+    LoadInputs<Op>(d, x, i, v0);
+    LoadInputs<Op>(d, x, i + N, v1);
+    LoadInputs<Op>(d, x, i + 2 * N, v2);
+    LoadInputs<Op>(d, x, i + 3 * N, v3);
     const VF e0 = Op::accumulate(m, a0, p, v0);
     const VF e1 = Op::accumulate(m, a1, p, v1);
     const VF e2 = Op::accumulate(m, a2, p, v2);

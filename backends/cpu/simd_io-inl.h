@@ -1,6 +1,6 @@
 // Element I/O of the SIMD kernels: Lanes(DF) elements of a storage type loaded as f32 lanes,
-// f32 lanes stored rounded to the storage type (plain or streaming), the same for two vectors
-// of consecutive elements at once (Load2, Store2, Stream2: one wide access where the storage
+// f32 lanes stored rounded to the storage type (plain or streaming), the same stores for two
+// vectors of consecutive elements at once (Store2, Stream2: one wide store where the storage
 // type gains from it; kPaired: the write pass stores pairs), partial vectors through a
 // buffer, and the software prefetch. Per target (Highway's -inl.h pattern).
 
@@ -73,10 +73,6 @@ struct Io<float> {
   static HWY_INLINE VF Load(DF d, const float* p) { return hn::LoadU(d, p); }
   static HWY_INLINE void Store(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
   static HWY_INLINE void Stream(DF d, VF v, float* p) { StreamWhole(d, v, p); }
-  static HWY_INLINE void Load2(DF d, const float* p, VF& a, VF& b) {
-    a = Load(d, p);
-    b = Load(d, p + hn::Lanes(d));
-  }
   static HWY_INLINE void Store2(DF d, VF a, VF b, float* p) {
     Store(d, a, p);
     Store(d, b, p + hn::Lanes(d));
@@ -97,24 +93,6 @@ struct Io<core::bf16_bits> {
     const auto u16 = hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p));
     return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, u16)));
   }
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  // One 64-byte load and a zero-masked word permute per vector, which moves each bf16 to the
-  // high half of its f32 lane: one instruction per vector where Load takes a widening and a
-  // shift.
-  static HWY_INLINE void Load2(DF d, const core::bf16_bits* p, VF& a, VF& b) {
-    (void)d;
-    const __m512i v = _mm512_loadu_si512(static_cast<const void*>(p));
-    const __m512i lo = _mm512_slli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 16);
-    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(16 << 16));
-    a = VF{_mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, lo, v))};
-    b = VF{_mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, hi, v))};
-  }
-#else
-  static HWY_INLINE void Load2(DF d, const core::bf16_bits* p, VF& a, VF& b) {
-    a = Load(d, p);
-    b = Load(d, p + hn::Lanes(d));
-  }
-#endif
   // Round to nearest even (Highway 1.0.3's DemoteTo truncates); NaN stays a quiet NaN.
   static HWY_INLINE hn::Vec<D16> Round(DF d, VF v) {
     const hn::RebindToUnsigned<DF> du;
@@ -159,10 +137,6 @@ struct Io<core::f16_bits> {
   static HWY_INLINE void Stream(DF d, VF v, core::f16_bits* p) {
     (void)d;
     StreamWhole(D16(), hn::BitCast(D16(), hn::DemoteTo(DH(), v)), reinterpret_cast<uint16_t*>(p));
-  }
-  static HWY_INLINE void Load2(DF d, const core::f16_bits* p, VF& a, VF& b) {
-    a = Load(d, p);
-    b = Load(d, p + hn::Lanes(d));
   }
   static HWY_INLINE void Store2(DF d, VF a, VF b, core::f16_bits* p) {
     Store(d, a, p);
