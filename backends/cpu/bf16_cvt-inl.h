@@ -50,6 +50,7 @@ struct Bf16Cvt {
 
 template <>
 struct Io<Bf16Cvt> {
+  static constexpr bool kPaired = true;
   using Soft = Io<core::bf16_bits>;
   using D16 = Soft::D16;
   static HWY_INLINE VF Load(DF d, const Bf16Cvt* p) { return Soft::Load(d, reinterpret_cast<const core::bf16_bits*>(p)); }
@@ -68,6 +69,30 @@ struct Io<Bf16Cvt> {
   static HWY_INLINE void Store(DF d, VF v, Bf16Cvt* p) { hn::StoreU(Round(d, v), D16(), reinterpret_cast<uint16_t*>(p)); }
   static HWY_INLINE void Stream(DF d, VF v, Bf16Cvt* p) {
     StreamWhole(D16(), Round(d, v), reinterpret_cast<uint16_t*>(p));
+  }
+  // Two vectors in one VCVTNE2PS2BF16 (a's elements first). A zero word in its result is a
+  // zero or a denormal it flushed: only then are the inputs tested for denormals, which
+  // Soft::Round rounds instead.
+  static ONORM_BF16_CVT_ATTR inline __m512i Round2(DF d, VF a, VF b) {
+    const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(b.raw, a.raw);
+    if (HWY_UNLIKELY(_mm512_testn_epi16_mask(r, _mm512_set1_epi16(0x7fff)) != 0) &&
+        (HasDenormal(a.raw) || HasDenormal(b.raw))) {
+      const __m256i ra = Soft::Round(d, a).raw, rb = Soft::Round(d, b).raw;
+      return _mm512_inserti64x4(_mm512_castsi256_si512(ra), rb, 1);
+    }
+    return r;
+  }
+  static HWY_INLINE void Store2(DF d, VF a, VF b, Bf16Cvt* p) { _mm512_storeu_si512(static_cast<void*>(p), Round2(d, a, b)); }
+  // p is 64-byte aligned (WriteRange aligns the streamed part to two vectors).
+  static HWY_INLINE void Stream2(DF d, VF a, VF b, Bf16Cvt* p) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p), Round2(d, a, b));
+  }
+
+ private:
+  static HWY_INLINE bool HasDenormal(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff)) != 0;
   }
 };
 

@@ -57,13 +57,20 @@ HWY_INLINE float ChunkMax(DF d, const In* HWY_RESTRICT x, size_t n, float pad) {
     for (size_t k = 0; k < n; ++k)
       if (std::isnan(core::element<In>::load(x[k]))) return std::numeric_limits<float>::quiet_NaN();
   }
+  const VF mv = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
+#if HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SCALAR
   // Lanes reduced here rather than with hn::MaxOfLanes: EMU128's starts from the lowest finite
   // value, which turns an all -inf chunk into -FLT_MAX.
   HWY_ALIGN float lanes[hn::MaxLanes(d)];
-  hn::Store(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)), d, lanes);
+  hn::Store(mv, d, lanes);
   float m = lanes[0];
   for (size_t k = 1; k < N; ++k) m = lanes[k] > m ? lanes[k] : m;
   return m;
+#else
+  // A shuffle tree: a lane-by-lane loop is one long dependency chain, which every short row
+  // waits on before its pass 2.
+  return hn::GetLane(hn::MaxOfLanes(d, mv));
+#endif
 }
 
 template <typename In>

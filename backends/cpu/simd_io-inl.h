@@ -1,5 +1,7 @@
 // Element I/O of the SIMD kernels: Lanes(DF) elements of a storage type loaded as f32 lanes,
-// f32 lanes stored rounded to the storage type (plain or streaming), partial vectors through a
+// f32 lanes stored rounded to the storage type (plain or streaming), the same stores for two
+// vectors of consecutive elements at once (Store2, Stream2: one wide store where the storage
+// type gains from it; kPaired: the write pass stores pairs), partial vectors through a
 // buffer, and the software prefetch. Per target (Highway's -inl.h pattern).
 
 // Per-target include guard (see hwy/examples/skeleton-inl.h).
@@ -67,13 +69,23 @@ struct Io;
 
 template <>
 struct Io<float> {
+  static constexpr bool kPaired = false;
   static HWY_INLINE VF Load(DF d, const float* p) { return hn::LoadU(d, p); }
   static HWY_INLINE void Store(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
   static HWY_INLINE void Stream(DF d, VF v, float* p) { StreamWhole(d, v, p); }
+  static HWY_INLINE void Store2(DF d, VF a, VF b, float* p) {
+    Store(d, a, p);
+    Store(d, b, p + hn::Lanes(d));
+  }
+  static HWY_INLINE void Stream2(DF d, VF a, VF b, float* p) {
+    Stream(d, a, p);
+    Stream(d, b, p + hn::Lanes(d));
+  }
 };
 
 template <>
 struct Io<core::bf16_bits> {
+  static constexpr bool kPaired = false;
   using D16 = hn::Rebind<uint16_t, DF>;
   static HWY_INLINE VF Load(DF d, const core::bf16_bits* p) {
     const D16 d16;
@@ -99,11 +111,20 @@ struct Io<core::bf16_bits> {
   static HWY_INLINE void Stream(DF d, VF v, core::bf16_bits* p) {
     StreamWhole(D16(), Round(d, v), reinterpret_cast<uint16_t*>(p));
   }
+  static HWY_INLINE void Store2(DF d, VF a, VF b, core::bf16_bits* p) {
+    Store(d, a, p);
+    Store(d, b, p + hn::Lanes(d));
+  }
+  static HWY_INLINE void Stream2(DF d, VF a, VF b, core::bf16_bits* p) {
+    Stream(d, a, p);
+    Stream(d, b, p + hn::Lanes(d));
+  }
 };
 
 #if ONORM_SIMD_F16
 template <>
 struct Io<core::f16_bits> {
+  static constexpr bool kPaired = false;
   using DH = hn::Rebind<hwy::float16_t, DF>;
   using D16 = hn::Rebind<uint16_t, DF>;
   static HWY_INLINE VF Load(DF d, const core::f16_bits* p) {
@@ -116,6 +137,14 @@ struct Io<core::f16_bits> {
   static HWY_INLINE void Stream(DF d, VF v, core::f16_bits* p) {
     (void)d;
     StreamWhole(D16(), hn::BitCast(D16(), hn::DemoteTo(DH(), v)), reinterpret_cast<uint16_t*>(p));
+  }
+  static HWY_INLINE void Store2(DF d, VF a, VF b, core::f16_bits* p) {
+    Store(d, a, p);
+    Store(d, b, p + hn::Lanes(d));
+  }
+  static HWY_INLINE void Stream2(DF d, VF a, VF b, core::f16_bits* p) {
+    Stream(d, a, p);
+    Stream(d, b, p + hn::Lanes(d));
   }
 };
 #endif

@@ -21,29 +21,34 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // exp(x) for x <= 0 (x = -inf included), the only range the ops ask for (x - max).
-// The same reduction and polynomial as hwy::Exp (two-part ln 2, degree-6 polynomial on
-// |r| <= ln2/2, about 1 ulp), but 2^n is built with one shift from the rounding constant and
-// no range handling beyond the low end: about half the instructions. Below -87.3 (where 2^n
-// would leave the normal range) it returns 0; the true value is under 1.2e-38 there. NaN
-// stays NaN.
+// hwy::Exp's reduction (two-part ln 2, |r| <= ln2/2) with a degree-5 minimax polynomial for
+// 2^-r e^r - 1 (Arm's optimized-routines expf: under 2 ulp, far inside API.md's bounds; a
+// higher degree only costs multiply-adds on the ops' hottest line), and 2^n built from the
+// rounding constant with no range handling beyond the low end. Below -87.3 (where 2^n would
+// leave the normal range) it returns 0; the true value is under 1.2e-38 there. NaN stays NaN.
 HWY_INLINE VF ExpNonPos(DF d, VF x) {
-  const hn::RebindToSigned<DF> di;
   const VF kMagic = hn::Set(d, 12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
   const VF t = hn::MulAdd(x, hn::Set(d, 1.442695040888963407359924681f), kMagic);
   const VF n = hn::Sub(t, kMagic);
   VF r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), x);
   r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
-  VF q = hn::Set(d, +0.000198527617612853646278381f);
-  q = hn::MulAdd(q, r, hn::Set(d, +0.00139304355252534151077271f));
-  q = hn::MulAdd(q, r, hn::Set(d, +0.00833336077630519866943359f));
-  q = hn::MulAdd(q, r, hn::Set(d, +0.0416664853692054748535156f));
-  q = hn::MulAdd(q, r, hn::Set(d, +0.166666671633720397949219f));
-  q = hn::MulAdd(q, r, hn::Set(d, +0.5f));
-  const VF one = hn::Set(d, 1.0f);
-  const VF p = hn::MulAdd(hn::MulAdd(q, r, one), r, one);  // 1 + r + r^2 q
+  VF q = hn::Set(d, 0x1.0e4020p-7f);
+  q = hn::MulAdd(q, r, hn::Set(d, 0x1.573e2ep-5f));
+  q = hn::MulAdd(q, r, hn::Set(d, 0x1.555e66p-3f));
+  q = hn::MulAdd(q, r, hn::Set(d, 0x1.fffdb6p-2f));
+  q = hn::MulAdd(q, r, hn::Set(d, 0x1.ffffecp-1f));
+  const VF p = hn::MulAdd(q, r, hn::Set(d, 1.0f));
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // VSCALEFPS is p * 2^n in one instruction, and its zero-masking is the low end's 0; the
+  // unordered compare keeps NaN lanes (which then stay NaN).
+  const __mmask16 keep = _mm512_cmp_ps_mask(x.raw, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ);
+  return VF{_mm512_maskz_scalef_ps(keep, p.raw, n.raw)};
+#else
+  const hn::RebindToSigned<DF> di;
   // t's low mantissa bits hold n (+ 2^22); (bits + 127) << 23 is the float 2^n.
   const VF scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 127))));
   return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -87.3f)), hn::Mul(p, scale));
+#endif
 }
 
 // The ops' element math on f32 lanes (core::ops::ScalarMath's members). Plain inline, not
