@@ -72,6 +72,15 @@ __device__ __forceinline__ void cluster_store_quantized(const gpu::RowArgs& a, i
 
 constexpr int kMaxCluster = 16;
 
+// Blocks per SM that the kernels' register cap leaves room for: 1024 threads' worth, or three
+// blocks of 256 for the ops of two inputs (the backward passes), whose slices spill under the
+// cap of four (ptxas, sm_90a). The norms spill too but measured slower with fewer blocks
+// (bench/RESULTS.md, issue 11).
+template <typename R, int BLOCK>
+constexpr int cluster_min_blocks() {
+  return (R::Op::kInputs > 1 && BLOCK == 256 ? 768 : 1024) / BLOCK;
+}
+
 // The slice states of a cluster's blocks for the row in hand, delivered into every block's
 // shared memory by the peers' stores (bulk::store_to_peer), which complete on the receiver's
 // barrier: a cluster barrier would release, and so wait for, the previous row's global stores.
@@ -153,7 +162,7 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
 // grid.x = rows of this launch * K, cluster (K, 1, 1); s.chunk = columns per slice (a multiple
 // of the vector width), s.chunks = K, s.row0 = the launch's first row.
 template <typename R, int WARP, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_rows_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
+__global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, BLOCK>())) cluster_rows_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Op = typename R::Op;
   __shared__ gpu::Scratch<Op, WARP, BLOCK> scratch;
@@ -189,7 +198,7 @@ __device__ __forceinline__ void stage_slice(const gpu::RowArgs& a, int64_t row, 
 // slice, s.chunk elements. Ops of one input; the planner checks the copy engine's alignment
 // (stream_rows).
 template <typename R, int WARP, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_stream_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
+__global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, BLOCK>())) cluster_stream_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Op = typename R::Op;
   static_assert(Op::kInputs == 1, "one input staged");
