@@ -1,8 +1,8 @@
 // Element I/O of the SIMD kernels: Lanes(DF) elements of a storage type loaded as f32 lanes,
-// f32 lanes stored rounded to the storage type (plain or streaming), the same stores for two
-// vectors of consecutive elements at once (Store2, Stream2: one wide store where the storage
-// type gains from it; kPaired: the write pass stores pairs), partial vectors through a
-// buffer, and the software prefetch. Per target (Highway's -inl.h pattern).
+// f32 lanes stored rounded to the storage type (plain or streaming; kPaired: the type also
+// stores two vectors of consecutive elements at once, Store2 and Stream2, and the write pass
+// uses them), partial vectors through a buffer, and the software prefetch. Per target
+// (Highway's -inl.h pattern).
 
 // Per-target include guard (see hwy/examples/skeleton-inl.h).
 #if defined(ONORM_CPU_SIMD_IO_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -73,14 +73,6 @@ struct Io<float> {
   static HWY_INLINE VF Load(DF d, const float* p) { return hn::LoadU(d, p); }
   static HWY_INLINE void Store(DF d, VF v, float* p) { hn::StoreU(v, d, p); }
   static HWY_INLINE void Stream(DF d, VF v, float* p) { StreamWhole(d, v, p); }
-  static HWY_INLINE void Store2(DF d, VF a, VF b, float* p) {
-    Store(d, a, p);
-    Store(d, b, p + hn::Lanes(d));
-  }
-  static HWY_INLINE void Stream2(DF d, VF a, VF b, float* p) {
-    Stream(d, a, p);
-    Stream(d, b, p + hn::Lanes(d));
-  }
 };
 
 template <>
@@ -111,14 +103,6 @@ struct Io<core::bf16_bits> {
   static HWY_INLINE void Stream(DF d, VF v, core::bf16_bits* p) {
     StreamWhole(D16(), Round(d, v), reinterpret_cast<uint16_t*>(p));
   }
-  static HWY_INLINE void Store2(DF d, VF a, VF b, core::bf16_bits* p) {
-    Store(d, a, p);
-    Store(d, b, p + hn::Lanes(d));
-  }
-  static HWY_INLINE void Stream2(DF d, VF a, VF b, core::bf16_bits* p) {
-    Stream(d, a, p);
-    Stream(d, b, p + hn::Lanes(d));
-  }
 };
 
 #if ONORM_SIMD_F16
@@ -137,14 +121,6 @@ struct Io<core::f16_bits> {
   static HWY_INLINE void Stream(DF d, VF v, core::f16_bits* p) {
     (void)d;
     StreamWhole(D16(), hn::BitCast(D16(), hn::DemoteTo(DH(), v)), reinterpret_cast<uint16_t*>(p));
-  }
-  static HWY_INLINE void Store2(DF d, VF a, VF b, core::f16_bits* p) {
-    Store(d, a, p);
-    Store(d, b, p + hn::Lanes(d));
-  }
-  static HWY_INLINE void Stream2(DF d, VF a, VF b, core::f16_bits* p) {
-    Stream(d, a, p);
-    Stream(d, b, p + hn::Lanes(d));
   }
 };
 #endif
