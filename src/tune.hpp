@@ -37,6 +37,7 @@ constexpr Key kTuneKeys[] = {
     {"cluster_prefetch", 0, 1},            // gamma / beta prefetched before the cluster merge
     {"cluster_stream", 0, 1},              // resident clusters walking rows through a shared-memory stage
     {"short_wide", 0, 1},                  // wide shapes for short rows
+    {"dense_cols", 1, (1ll << 40)},        // shortest 16-bit row in the dense register shapes
     // CPU
     {"stream", 0, 1},                      // streaming stores for large outputs
     {"prefetch", 0, 1},                    // software prefetch

@@ -47,6 +47,7 @@ struct PlanCaps {
   bool coop = false;                     // cooperative launch (co-resident grids)
   bool force_two_read = false;           // long rows: skip the single-read placements
   bool short_wide = false;               // 32-lane short rows: the wide shape entries first
+  int64_t dense_min_cols_16 = 0;         // shortest row in the dense 16-bit shapes; 0: the op's (kDenseMinCols)
   int64_t reg_max_cols_f32 = 16384;      // longest f32 row kept in registers
   int64_t reg_max_cols_16 = 16384;       // longest f16/bf16 row kept in registers
   int64_t reg_max_cols_16_one_pass = 16384;  // the same for ops without pass 1 (one block reduction)
@@ -120,7 +121,7 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status) {
       ONORM_GPU_W32_WIDE_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
     }
     if constexpr (kDenseRows<R>) {
-      if (c > kDenseMinCols<R>) {
+      if (c > (caps.dense_min_cols_16 > 0 ? caps.dense_min_cols_16 - 1 : kDenseMinCols<R>)) {
         ONORM_GPU_W32_DENSE_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
       }
     }
