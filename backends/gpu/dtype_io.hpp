@@ -120,6 +120,37 @@ ONORM_DEV void load_n(const T* p, float* o) {
   }
 }
 
+// An aligned row that fills some of a thread's items only (widths like 6144 or 7168): every
+// whole item's load is issued before any is converted. A branch per item around its load and
+// its conversion made each load wait for the one before (half the bandwidth of a full row).
+// Items cut by the row's end take the elements one at a time.
+template <typename In, int ITEMS, int STRIDE, int VEC>
+ONORM_DEV void load_partial_items(const In* p, int n, int lane, float* v, float pad) {
+  constexpr int kQ = VEC * static_cast<int>(sizeof(In)) / 16;  // 16-byte vectors per item
+  shim::Vec16 raw[ITEMS * kQ];
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int c = (lane + i * STRIDE) * VEC;
+#pragma unroll
+    for (int q = 0; q < kQ; ++q) {
+      shim::Vec16& r = raw[i * kQ + q];
+      r.x = r.y = r.z = r.w = 0u;
+      if (c + VEC <= n) r = reinterpret_cast<const shim::Vec16*>(p + c)[q];
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int c = (lane + i * STRIDE) * VEC;
+    if (c + VEC <= n) {
+#pragma unroll
+      for (int q = 0; q < kQ; ++q) io<In>::unpack(raw[i * kQ + q], v + i * VEC + q * io<In>::kVec);
+    } else {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) v[i * VEC + j] = c + j < n ? io<In>::load1(p + c + j) : pad;
+    }
+  }
+}
+
 // Loads ITEMS vectors of VEC elements for one thread of a group of STRIDE threads: item i
 // covers elements [(lane + i*STRIDE)*VEC, +VEC) of p[0, n). Out-of-range elements get `pad`.
 // `aligned`: p is 16-byte aligned (the vector path is legal).
@@ -129,6 +160,12 @@ ONORM_DEV void load_items(const In* p, int n, int lane, float* v, bool aligned, 
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) load_n<In, VEC>(p + (lane + i * STRIDE) * VEC, v + i * VEC);
     return;
+  }
+  if constexpr (VEC * sizeof(In) % 16 == 0) {
+    if (aligned) {
+      load_partial_items<In, ITEMS, STRIDE, VEC>(p, n, lane, v, pad);
+      return;
+    }
   }
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
