@@ -165,19 +165,6 @@ template <class Op, typename In>
 HWY_INLINE typename Op::Merged ChunkStateOf(DF d, const In* const* x, size_t n, float* kept, bool pf) {
   using T = typename StateScalar<typename Op::Merged>::type;
   const float r1 = Pass1Of<Op>(d, x[0], n);
-  if constexpr (kPow2Divides<Op>) {
-    // LayerNorm's pivot r1 / n and Welford::of_pivot's s1 / n as products by the exact 1 / n
-    // (row_coefs.hpp, kPow2Divides); the same operations otherwise.
-    if (is_pow2(static_cast<int64_t>(n))) {
-      const float inv = 1.0f / static_cast<float>(n);
-      const float p = rounded(r1 * inv);
-      float sums[Op::kSums];
-      Pass2Of<Op>(d, x, n, p, kept, pf, sums);
-      const T c = rounded(static_cast<T>(sums[0]) * static_cast<T>(inv));
-      const T m2 = static_cast<T>(sums[1]) - static_cast<T>(sums[0]) * c;
-      return core::Welford<T>{static_cast<int64_t>(n), static_cast<T>(p) + c, m2 < T(0) ? T(0) : m2};
-    }
-  }
   const float p = Op::pivot(r1, static_cast<int64_t>(n));
   float sums[Op::kSums];
   Pass2Of<Op>(d, x, n, p, kept, pf, sums);

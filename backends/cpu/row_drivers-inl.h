@@ -68,8 +68,11 @@ HWY_INLINE void RowGroup(const onorm_request& q, int64_t r, unsigned opts, float
     states[g] = ChunkStateOf<Op>(d, x, n, kept ? kept + g * cols : nullptr, pf);
   }
   FloatCoefs<Op> c[kRowGroup];
-  // A group's rows are one chunk each: the pairwise fold of one state is that state.
-  for (int64_t g = 0; g < kRowGroup; ++g) c[g] = row_coefs<Op>(q, states[g], r + g);
+  for (int64_t g = 0; g < kRowGroup; ++g) {
+    core::PairwiseFold<typename Op::Merged> fold;
+    fold.push(states[g]);
+    c[g] = row_coefs<Op>(q, fold.result(), r + g);
+  }
   const unsigned mask = RowCols<Op>(q, 0, col);
   for (int64_t g = 0; g < kRowGroup; ++g) {
     RowInputs<Op>(q, r + g, 0, x);
@@ -126,19 +129,12 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
         continue;
       }
     }
-    FloatCoefs<Op> c;
-    if (chunks == 1) {
-      // The pairwise fold of one state is that state.
-      RowInputs<Op>(q, r, 0, x);
-      c = row_coefs<Op>(q, ChunkStateOf<Op>(d, x, static_cast<size_t>(cols), nullptr, pf), r);
-    } else {
-      for (int64_t k = 0; k < chunks; ++k) {
-        const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-        RowInputs<Op>(q, r, b, x);
-        fold.push(ChunkStateOf<Op>(d, x, static_cast<size_t>(n), nullptr, pf));
-      }
-      c = row_coefs<Op>(q, fold.result(), r);
+    for (int64_t k = 0; k < chunks; ++k) {
+      const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
+      RowInputs<Op>(q, r, b, x);
+      fold.push(ChunkStateOf<Op>(d, x, static_cast<size_t>(n), nullptr, pf));
     }
+    const FloatCoefs<Op> c = row_coefs<Op>(q, fold.result(), r);
     RowInputs<Op>(q, r, 0, x);
     const unsigned mask = RowCols<Op>(q, 0, col);
     Out* y = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride;
