@@ -120,6 +120,18 @@ ONORM_DEV void load_n(const T* p, float* o) {
   }
 }
 
+// Loads the VEC elements of item c of p[0, n) (out-of-range elements: pad); a 16-byte vector
+// where `aligned` and the item is whole, else one element at a time.
+template <typename In, int VEC = io<In>::kVec>
+ONORM_DEV void load_one_item(const In* p, int c, int n, bool aligned, float pad, float* v) {
+  if (aligned && c + VEC <= n) {
+    load_n<In, VEC>(p + c, v);
+  } else {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) v[j] = c + j < n ? io<In>::load1(p + c + j) : pad;
+  }
+}
+
 // An aligned row that fills some of a thread's items only (widths like 6144 or 7168): every
 // whole item's load is issued before any is converted. A branch per item around its load and
 // its conversion made each load wait for the one before (half the bandwidth of a full row).
@@ -145,8 +157,7 @@ ONORM_DEV void load_partial_items(const In* p, int n, int lane, float* v, float 
 #pragma unroll
       for (int q = 0; q < kQ; ++q) io<In>::unpack(raw[i * kQ + q], v + i * VEC + q * io<In>::kVec);
     } else {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) v[i * VEC + j] = c + j < n ? io<In>::load1(p + c + j) : pad;
+      load_one_item<In, VEC>(p, c, n, false, pad, v + i * VEC);
     }
   }
 }
@@ -168,26 +179,7 @@ ONORM_DEV void load_items(const In* p, int n, int lane, float* v, bool aligned, 
     }
   }
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int c = (lane + i * STRIDE) * VEC;
-    if (aligned && c + VEC <= n) {
-      load_n<In, VEC>(p + c, v + i * VEC);
-    } else {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) v[i * VEC + j] = c + j < n ? io<In>::load1(p + c + j) : pad;
-    }
-  }
-}
-
-// Loads the VEC elements of item c (columns, shared memory), with the same alignment rule.
-template <typename In, int VEC = io<In>::kVec>
-ONORM_DEV void load_one_item(const In* p, int c, int n, bool aligned, float pad, float* v) {
-  if (aligned && c + VEC <= n) {
-    load_n<In, VEC>(p + c, v);
-  } else {
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) v[j] = c + j < n ? io<In>::load1(p + c + j) : pad;
-  }
+  for (int i = 0; i < ITEMS; ++i) load_one_item<In, VEC>(p, (lane + i * STRIDE) * VEC, n, aligned, pad, v + i * VEC);
 }
 
 // Stores the VEC finished values of item c.
