@@ -73,36 +73,9 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
       return Op::finish(m, c, xv, cv);
     }
   };
-  // Elements at and at + N, as one Io::Store2 takes them. The loads stay one vector each: a
-  // 64-byte bf16 load split by two word permutes measured slower than two widening loads, in
-  // the norms most.
-  auto compute2 = [=](size_t at, VF& ra, VF& rb) {
-    VF ca[kCols], cb[kCols];
-    for (int k = 0; k < Op::kCols; ++k) {
-      if (!((kColMask >> k) & 1u)) {
-        ca[k] = cb[k] = defaults[k];
-      } else {
-        ca[k] = Io<In>::Load(d, col[k] + at);
-        cb[k] = Io<In>::Load(d, col[k] + at + N);
-      }
-    }
-    if constexpr (kKept) {
-      ra = Op::finish_kept(m, c, hn::LoadU(d, kept + at), ca);
-      rb = Op::finish_kept(m, c, hn::LoadU(d, kept + at + N), cb);
-    } else {
-      VF xa[Op::kInputs], xb[Op::kInputs];
-      LoadInputs<Op>(d, x, at, xa);
-      LoadInputs<Op>(d, x, at + N, xb);
-      ra = Op::finish(m, c, xa, ca);
-      rb = Op::finish(m, c, xb, cb);
-    }
-  };
   const std::true_type partial;
   const std::false_type full;
   size_t i = 0;
-  VF a, b;
-  (void)a;
-  (void)b;
   const uintptr_t addr = reinterpret_cast<uintptr_t>(y);
   // Pairs of vectors only where the store gains from them (Io<Out>::kPaired): elsewhere the
   // single-vector loop, which GCC flattens completely.
@@ -118,8 +91,7 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
     if constexpr (Io<Out>::kPaired) {
       for (; i + 2 * N <= n; i += 2 * N) {
         if (pf) PrefetchAhead(pf + i, 2 * N * sizeof(In));
-        compute2(i, a, b);
-        Io<Out>::Stream2(d, a, b, y + i);
+        Io<Out>::Stream2(d, compute(i, N, full), compute(i + N, N, full), y + i);
       }
     } else {
       for (; i + N <= n; i += N) {
@@ -131,8 +103,7 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
   if constexpr (Io<Out>::kPaired) {
     for (; i + 2 * N <= n; i += 2 * N) {
       if (pf) PrefetchAhead(pf + i, 2 * N * sizeof(In));
-      compute2(i, a, b);
-      Io<Out>::Store2(d, a, b, y + i);
+      Io<Out>::Store2(d, compute(i, N, full), compute(i + N, N, full), y + i);
     }
   }
   for (; i + N <= n; i += N) {
