@@ -393,8 +393,11 @@ onorm_status validate_request(const onorm_request& q, bool& empty) {
     return fail(ONORM_ERROR_UNSUPPORTED, op + ": param_dtype " + dtype_name(q.col_dtype) + " is not taken");
   if (q.stage == ONORM_STAGE_FINISH && q.y_scale)
     return fail(ONORM_ERROR_UNSUPPORTED, op + " finish: dynamic quantization (y_scale) needs the whole row's values");
-  // A stats call on rows of no columns writes the identity state of each row.
-  if (x.rows == 0 || (x.cols == 0 && !stats)) {
+  // A stats call on rows of no columns writes the identity state of each row; a finish of one
+  // still writes each row's statistics (mean, rstd) that are asked for: its rows are not empty.
+  bool row_outputs = false;
+  for (int i = 0; i < sig.row_outs; ++i) row_outputs = row_outputs || q.row_out[i];
+  if (x.rows == 0 || (x.cols == 0 && !stats && !(q.stage == ONORM_STAGE_FINISH && row_outputs))) {
     empty = true;
     return ONORM_OK;
   }

@@ -287,6 +287,97 @@ TEST_P(PartialStates, EmptySlicesGiveTheIdentity) {
   }
 }
 
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// A finish of a slice with no columns still writes the rows' mean and rstd (their rows are not
+// empty), and every slice's finish writes the same bits: the empty slice, a short one, a long
+// one (different placements), y quantized or not. Rows: plain, offset, a NaN, all -inf.
+TEST_P(PartialStates, EverySliceFinishWritesTheSameStatistics) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  const int64_t rows = 6, cols = 3000;
+  for (onorm_dtype dt : {ONORM_F32, ONORM_BF16}) {
+    for (int layer = 0; layer < 2; ++layer) {
+      for (onorm_dtype yt : {dt, ONORM_I8}) {
+        SCOPED_TRACE(std::string(layer ? "layer_norm " : "rms_norm ") + dtype_name(dt) + "->" + dtype_name(yt));
+        Tensor x(ctx, dt, rows, cols), y(ctx, yt, rows, cols);
+        auto eng = std::make_shared<std::mt19937_64>(rng());
+        x.fill([&](int64_t r, int64_t c) {
+          switch (r) {
+            case 1: return cheap_normal(*eng, 1e4, 1.0);
+            case 2: return c == 1234 ? kNaN : cheap_normal(*eng, 0.0, 1.0);
+            case 3: return -kInf;
+            default: return cheap_normal(*eng, 0.5, 2.0);
+          }
+        });
+        Tensor st(ctx, ONORM_F64, 1, 3 * 2 * rows), merged(ctx, ONORM_F64, 1, 3 * rows);
+        auto* st_dev = static_cast<onorm_moments_state*>(st.dev());
+        const int64_t cut = 1100;
+        for (int p = 0; p < 2; ++p) {
+          const onorm_rows xs = slice(x, p ? cut : 0, p ? cols : cut);
+          ASSERT_EQ(onorm_moments_stats(ctx, &xs, st_dev + p * rows), ONORM_OK) << onorm_last_error();
+        }
+        auto* m_dev = static_cast<onorm_moments_state*>(merged.dev());
+        ASSERT_EQ(onorm_moments_merge(ctx, 2, rows, st_dev, m_dev), ONORM_OK) << onorm_last_error();
+        // Slices [0, 0), [0, 3), [3, cols): each finish into statistics of its own.
+        const int64_t b[] = {0, 0, 3, cols};
+        std::vector<Tensor> mean, rstd;
+        mean.reserve(3);
+        rstd.reserve(3);
+        for (int k = 0; k < 3; ++k) {
+          mean.emplace_back(ctx, ONORM_F32, 1, rows);
+          rstd.emplace_back(ctx, ONORM_F32, 1, rows);
+          const onorm_rows xs = slice(x, b[k], b[k + 1]), ys = slice(y, b[k], b[k + 1]);
+          onorm_norm_args a;
+          onorm_norm_args_init(&a, layer ? ONORM_LAYER_NORM : ONORM_RMS_NORM);
+          a.mean = layer ? mean[k].dev_f32() : nullptr;
+          a.rstd = rstd[k].dev_f32();
+          a.eps = 1e-5;
+          if (yt == ONORM_I8) a.y_static_scale = 0.05;
+          ASSERT_EQ(onorm_norm_finish(ctx, &xs, m_dev, &a, &ys), ONORM_OK) << "slice " << k << ": " << onorm_last_error();
+        }
+        ASSERT_EQ(onorm_synchronize(ctx), ONORM_OK);
+        for (int k = 0; k < 3; ++k) {
+          mean[k].download();
+          rstd[k].download();
+        }
+        for (int k = 0; k < 3; ++k) {
+          EXPECT_TRUE(rstd[k].all_written("rstd")) << "slice " << k;
+          EXPECT_TRUE(rstd[k].outside_untouched("rstd")) << "slice " << k;
+          for (int64_t r = 0; r < rows; ++r)
+            EXPECT_EQ(bits_of(rstd[k].host_f32()[r]), bits_of(rstd[2].host_f32()[r]))
+                << "rstd of row " << r << ", slice " << k << ": " << rstd[k].host_f32()[r] << " vs " << rstd[2].host_f32()[r];
+          if (layer) {
+            EXPECT_TRUE(mean[k].all_written("mean")) << "slice " << k;
+            for (int64_t r = 0; r < rows; ++r)
+              EXPECT_EQ(bits_of(mean[k].host_f32()[r]), bits_of(mean[2].host_f32()[r]))
+                  << "mean of row " << r << ", slice " << k << ": " << mean[k].host_f32()[r] << " vs " << mean[2].host_f32()[r];
+          } else {
+            EXPECT_TRUE(mean[k].all_poison("mean (RMSNorm has none)")) << "slice " << k;
+          }
+        }
+        // The statistics themselves, where finite, against the whole row's reference.
+        for (int64_t r = 0; r < rows; ++r) {
+          const onorm_ref::RowMoments want = onorm_ref::moments_of(x.host_rows(), r);
+          if (!std::isfinite(want.mean)) continue;
+          const double n = static_cast<double>(want.count);
+          const double ms = layer ? want.m2 / n : want.m2 / n + want.mean * want.mean;
+          const double rs = 1.0 / std::sqrt(ms + 1e-5);
+          EXPECT_NEAR(rstd[0].host_f32()[r], rs, 1e-5 * rs) << "rstd of row " << r;
+          if (layer) {
+            EXPECT_NEAR(mean[0].host_f32()[r], want.mean, 1e-6 * (std::fabs(want.mean) + 1 / rs)) << "mean of row " << r;
+          }
+        }
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
 // parts == 1 copies the states bit for bit (out of place and out == in); a rows of states merged
 // with parts > 1 out == in equals out of place bitwise.
 TEST_P(PartialStates, MergeOfOnePartIsTheIdentityMap) {

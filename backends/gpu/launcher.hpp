@@ -141,8 +141,8 @@ onorm_status run_partial(Rt& rt, L& l, const onorm_request& q, Plan&& plan, char
         return ONORM_ERROR_INTERNAL;
       }
     }
-    if constexpr (kRowOptions<Op>) {
-      if (is_quantized(q.out[0].dtype)) return run_options_around_plan<W>(rt, q, plan);
+    if constexpr (kRowOptions<Op>) {  // (a slice of no columns writes the statistics only: place_finish)
+      if (is_quantized(q.out[0].dtype) && a.cols > 0) return run_options_around_plan<W>(rt, q, plan);
     }
     return place_finish<R, W>(a, l, columns_of(q), q.state_in);
   }

@@ -54,8 +54,11 @@ __global__ void __launch_bounds__(kStateBlock) state_coefs_kernel(RowArgs a, Spl
   if (i >= n) return;
   const partial_state_t<Op> st = static_cast<const partial_state_t<Op>*>(states)[s.row0 + i];
   bool ok;
-  static_cast<coefs_t<Op>*>(const_cast<void*>(s.row_coefs))[i] =
-      Op::narrow(Op::coefs(finish_state<Op>(st), Op::params(a.param), ok));
+  const coefs_t<Op> c = Op::narrow(Op::coefs(finish_state<Op>(st), Op::params(a.param), ok));
+  static_cast<coefs_t<Op>*>(const_cast<void*>(s.row_coefs))[i] = c;
+  // A slice of no columns has no finish to write the row's statistics: they are written here,
+  // from the coefficients every other slice's finish writes them from (the same bits).
+  if (a.cols == 0) Op::write_row_outputs(c, a.row_out, s.row0 + i);
 }
 
 // STATS of a request's rows into states (an op whose merge state is its partial state).
@@ -110,6 +113,7 @@ onorm_status place_finish(const RowArgs& a, L& l, const Columns& cols, const voi
       static_assert(std::is_same<typename Op::Merged, partial_state_t<Op>>::value, "the finish reads the state");
       s.final_states = static_cast<const partial_state_t<Op>*>(states) + r0;
     }
+    if (K == 0) continue;  // a slice of no columns: the statistics only (state_coefs_kernel)
     const unsigned gx = static_cast<unsigned>(K), gy = static_cast<unsigned>(nb);
     if (onorm_status e = launch_finish<R, W, Shape::kItems>(l, cols, gx, gy, a, s)) return e;
   }

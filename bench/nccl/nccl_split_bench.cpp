@@ -2,9 +2,12 @@
 // (one process per GPU, each holding cols / ranks columns of every row) against, on one GPU, the
 // single call on the same cols / ranks columns plus one all-gather of rows x 8 bytes per rank
 // (the split call's floor), and the single call on the whole rows. Median of 20 timed calls
-// after 5 warm-ups, cudaEvent timing on the context's stream. bf16 and f32 rows.
+// after 5 warm-ups, cudaEvent timing on the context's stream. bf16 and f32 rows of N(0, 2).
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "../../tests/nccl/ranks.hpp"
@@ -51,6 +54,32 @@ float median_us(cudaStream_t s, F&& f) {
   return t[t.size() / 2];
 }
 
+// x ~ N(0, 2): a block of random values on the host, copied over the whole tensor (rows of
+// one value, zeros for example, would be constant slices, whose moments a stats call takes
+// again in double).
+void fill_normal(void* x, size_t n, onorm_dtype dtype, cudaStream_t stream) {
+  const size_t es = onorm_dtype_size(dtype), block = std::min<size_t>(n, size_t(1) << 22);
+  std::vector<unsigned char> h(block * es);
+  std::mt19937 g(1234);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  for (size_t i = 0; i < block; ++i) {
+    const float v = nd(g);
+    if (dtype == ONORM_F32) {
+      std::memcpy(&h[i * 4], &v, 4);
+    } else {  // bf16: the high half of the float
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      const uint16_t b = static_cast<uint16_t>(u >> 16);
+      std::memcpy(&h[i * 2], &b, 2);
+    }
+  }
+  for (size_t off = 0; off < n; off += block) {
+    const size_t m = std::min(block, n - off);
+    cudaMemcpyAsync(static_cast<char*>(x) + off * es, h.data(), m * es, cudaMemcpyHostToDevice, stream);
+  }
+  cudaStreamSynchronize(stream);
+}
+
 Result run_rank(int rank, int ranks, ncclComm_t comm) {
   Result res{};
   onorm_context ctx = nullptr;
@@ -67,7 +96,7 @@ Result run_rank(int rank, int ranks, ncclComm_t comm) {
     onorm_malloc(ctx, n * es, &x);
     onorm_malloc(ctx, n * es, &y);
     onorm_malloc(ctx, static_cast<size_t>(s.rows) * 8 * ranks, &g);
-    cudaMemsetAsync(x, 0, n * es, stream);
+    fill_normal(x, n, s.dtype, stream);
     const onorm_rows xl{x, s.dtype, s.rows, local, local}, yl{y, s.dtype, s.rows, local, local};
     const onorm_rows xw{x, s.dtype, s.rows, s.cols, s.cols}, yw{y, s.dtype, s.rows, s.cols, s.cols};
     onorm_norm_args a;
