@@ -117,7 +117,9 @@ int main(int argc, char** argv) {
     } else if (read(pipes[2 * r], &id, sizeof id) != sizeof id) {
       _exit(1);
     }
-    _exit(run_rank(r, ranks, id, tokens, vocab));
+    const int status = run_rank(r, ranks, id, tokens, vocab);
+    std::fflush(stdout);  // _exit skips stdio's flush (stdout to a file or pipe is buffered)
+    _exit(status);
   }
   int failed = 0;
   for (int r = 0; r < ranks; ++r) {

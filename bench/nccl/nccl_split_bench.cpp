@@ -1,7 +1,8 @@
 // onlinenorm::nccl's scaling (issue 15): per shape, the split call on every GPU of the machine
 // (one process per GPU, each holding cols / ranks columns of every row) against, on one GPU, the
 // single call on the same cols / ranks columns plus one all-gather of rows x 8 bytes per rank
-// (the split call's floor), and the single call on the whole rows. Median of 20 timed calls
+// (the split call's floor), the single call on the whole rows, and the split call's parts alone
+// (stats, finish). Median of 20 timed calls
 // after 5 warm-ups, cudaEvent timing on the context's stream. bf16 and f32 rows of N(0, 2).
 #include <algorithm>
 #include <cstdint>
@@ -29,6 +30,8 @@ struct Result {
   float local_us[kShapeCount];      // the single call on this rank's columns
   float gather_us[kShapeCount];     // one all-gather of rows x 8 bytes
   float whole_us[kShapeCount];      // the single call on the whole rows
+  float stats_us[kShapeCount];      // the split call's parts, alone: the stats of this rank's columns
+  float finish_us[kShapeCount];     // and their finish from the states
   int ok;
 };
 
@@ -114,6 +117,18 @@ Result run_rank(int rank, int ranks, ncclComm_t comm) {
                     ncclUint8, comm, stream);
     });
     res.whole_us[si] = median_us(stream, [&] { single(xw, yw); });
+    void* st = nullptr;  // states of this rank's columns (softmax's 8 bytes or the moments' 24)
+    onorm_malloc(ctx, static_cast<size_t>(s.rows) * 24, &st);
+    res.stats_us[si] = median_us(stream, [&] {
+      ok = ok && (s.op == 0 ? onorm_softmax_stats(ctx, &xl, static_cast<onorm_softmax_state*>(st))
+                            : onorm_moments_stats(ctx, &xl, static_cast<onorm_moments_state*>(st))) == ONORM_OK;
+    });
+    res.finish_us[si] = median_us(stream, [&] {
+      ok = ok && (s.op == 0 ? onorm_softmax_finish(ctx, &xl, static_cast<onorm_softmax_state*>(st), 0, &yl)
+                            : onorm_norm_finish(ctx, &xl, static_cast<onorm_moments_state*>(st), &a, &yl)) == ONORM_OK;
+    });
+    onorm_synchronize(ctx);
+    onorm_free(ctx, st);
     onorm_synchronize(ctx);
     for (void* p : {x, y, g}) onorm_free(ctx, p);
   }
@@ -133,16 +148,17 @@ int main() {
   }
   std::vector<Result> r;
   if (!onorm_nccl_test::run_ranks<Result>(gpus, run_rank, r)) return 1;
-  std::printf("ranks,op,dtype,rows,cols,split_us,local_us,gather_us,floor_us,split_over_floor,whole_1gpu_us,speedup_vs_1gpu\n");
+  std::printf("ranks,op,dtype,rows,cols,split_us,local_us,gather_us,floor_us,split_over_floor,whole_1gpu_us,speedup_vs_1gpu,"
+              "stats_us,finish_us\n");
   for (int si = 0; si < kShapeCount; ++si) {
     const Shape s = kShapes[si];
     float split = 0;
     for (const Result& x : r) split = std::max(split, x.split_us[si]);  // the slowest rank
     const float floor = r[0].local_us[si] + r[0].gather_us[si];
-    std::printf("%d,%s,%s,%lld,%lld,%.1f,%.1f,%.1f,%.1f,%.3f,%.1f,%.2f\n", gpus, s.op == 0 ? "softmax" : "rms_norm",
+    std::printf("%d,%s,%s,%lld,%lld,%.1f,%.1f,%.1f,%.1f,%.3f,%.1f,%.2f,%.1f,%.1f\n", gpus, s.op == 0 ? "softmax" : "rms_norm",
                 s.dtype == ONORM_BF16 ? "bf16" : "f32", static_cast<long long>(s.rows), static_cast<long long>(s.cols),
                 split, r[0].local_us[si], r[0].gather_us[si], floor, split / floor, r[0].whole_us[si],
-                r[0].whole_us[si] / split);
+                r[0].whole_us[si] / split, r[0].stats_us[si], r[0].finish_us[si]);
   }
   for (const Result& x : r)
     if (!x.ok) return 1;
