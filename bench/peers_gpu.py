@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""onlinenorm beside its peers on one GPU, in one process: the version-2 norms (the residual add,
-the FP8 output, the backward passes) and the version-1 RMSNorm, each against PyTorch eager,
+"""onlinenorm beside its peers on one GPU, in one process: the version-1 ops (softmax,
+log-softmax, LayerNorm, RMSNorm), the version-2 norms (the residual add, the FP8 output, the
+backward passes) and softmax's backward, each against PyTorch eager,
 torch.compile, Liger-Kernel and quack where they have the op, and against a copy of the same
 bytes (the faster of Tensor.copy_ and a Triton copy of 16 bytes per lane).
 
   python3 bench/peers_gpu.py --csv P.csv [--md P.md] [--ops a,b] [--widths 64,...] [--seconds S]
+  python3 bench/peers_gpu.py --shapes 64x7168,256x4096,4096x4096 ...   (latency: microseconds)
 
 onlinenorm runs through its Python package (CUDA tensors on the current stream). Every case has
 256 MiB of x; TB/s counts every row tensor read or written once, gamma (beta) once, the per-row
@@ -17,9 +19,12 @@ import csv
 import time
 import traceback
 
+import torch_gpu  # bench/, beside this script: allow_recompiles()
+
 X_BYTES = 256 << 20
 WIDTHS = [64, 1024, 4096, 8192, 16384, 32768, 131072, 262144]
-OPS = ["rms_norm", "add_rms_norm", "rms_norm_fp8", "rms_norm_backward", "layer_norm_backward"]
+OPS = ["softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm", "rms_norm_fp8", "softmax_backward",
+       "rms_norm_backward", "layer_norm_backward"]
 PEERS = ["onlinenorm", "eager", "compile", "liger", "quack"]
 
 
@@ -30,20 +35,29 @@ def import_peers():
         import liger_kernel.ops.fused_add_rms_norm as la
         import liger_kernel.ops.layer_norm as ll
         import liger_kernel.ops.rms_norm as lr
-        found["liger"] = (lr, la, ll)
+        import liger_kernel.ops.softmax as ls
+        found["liger"] = (lr, la, ll, ls)
     except Exception as e:  # noqa: BLE001  (any import failure: reported, the others still run)
         found["liger"] = f"import failed: {e}"
     try:
-        # quack/__init__.py binds the name rmsnorm to a function: the module comes from importlib.
+        # quack/__init__.py binds the names rmsnorm and softmax to functions: the modules come
+        # from importlib.
         found["quack"] = importlib.import_module("quack.rmsnorm")
+        found["quack_softmax"] = importlib.import_module("quack.softmax")
     except Exception as e:  # noqa: BLE001
-        found["quack"] = f"import failed: {e}"
+        found["quack"] = found["quack_softmax"] = f"import failed: {e}"
     return found
 
 
 def moved_bytes(op, rows, cols, es):
     x = rows * cols * es
     stats = rows * 4
+    if op in ("softmax", "log_softmax"):
+        return 2 * x
+    if op == "layer_norm":
+        return 2 * x + 2 * cols * es
+    if op == "softmax_backward":
+        return 3 * x
     if op == "rms_norm":
         return 2 * x + cols * es
     if op == "add_rms_norm":
@@ -76,20 +90,59 @@ def copy_kernel():
 class Case:
     """The tensors of one (op, dtype, width) and a callable per peer (None: not offered)."""
 
-    def __init__(self, op, dt, cols, peers):
+    def __init__(self, op, dt, cols, peers, rows=None):
         import torch
         import torch.nn.functional as F
         import onlinenorm
         self.op, self.dt, self.cols = op, dt, cols
         dtype = torch.float32 if dt == "f32" else torch.bfloat16
         es = 4 if dt == "f32" else 2
-        rows = max(1, X_BYTES // (cols * es))
+        rows = rows or max(1, X_BYTES // (cols * es))
         self.rows, self.bytes = rows, moved_bytes(op, rows, cols, es)
         x = torch.randn(rows, cols, device="cuda", dtype=dtype)
         w = torch.rand(cols, device="cuda", dtype=dtype) + 0.5
         eps = 1e-6
         self.fns = {}
-        if op == "rms_norm":
+        liger = None if isinstance(peers["liger"], str) else peers["liger"]
+        quack_sm = None if isinstance(peers["quack_softmax"], str) else peers["quack_softmax"]
+        if op in ("softmax", "log_softmax"):
+            y = torch.empty_like(x)
+            log = op == "log_softmax"
+            ours = onlinenorm.log_softmax if log else onlinenorm.softmax
+            self.fns["onlinenorm"] = lambda: ours(x, out=y)
+            fwd = (lambda a: torch.log_softmax(a, -1)) if log else (lambda a: torch.softmax(a, -1))
+            self.fns["eager"] = lambda: fwd(x)
+            c = torch.compile(fwd, dynamic=False)
+            self.fns["compile"] = lambda: c(x)
+            if not log and liger:
+                self.fns["liger"] = lambda: liger[3].LigerSoftmaxFunction.apply(x)
+            if not log and quack_sm:
+                self.fns["quack"] = lambda: quack_sm.softmax_fwd(x)
+        elif op == "softmax_backward":
+            yv = torch.softmax(x.float(), -1).to(dtype)
+            dy = torch.randn_like(x)
+            dx = torch.empty_like(x)
+            self.fns["onlinenorm"] = lambda: onlinenorm.softmax_backward(yv, dy, out=dx)
+            bwd = lambda g, o: torch._softmax_backward_data(g, o, -1, dtype)
+            self.fns["eager"] = lambda: bwd(dy, yv)
+            c = torch.compile(bwd, dynamic=False)
+            self.fns["compile"] = lambda: c(dy, yv)
+            if quack_sm:
+                self.fns["quack"] = lambda: quack_sm.softmax_bwd(dy, yv)
+        elif op == "layer_norm":
+            b = torch.randn(cols, device="cuda", dtype=dtype)
+            y = torch.empty_like(x)
+            self.fns["onlinenorm"] = lambda: onlinenorm.layer_norm(x, w, b, 1e-5, out=y)
+            fwd = lambda a, g, c_: F.layer_norm(a, (cols,), g, c_, 1e-5)
+            self.fns["eager"] = lambda: fwd(x, w, b)
+            c = torch.compile(fwd, dynamic=False)
+            self.fns["compile"] = lambda: c(x, w, b)
+            if liger:
+                self.fns["liger"] = lambda: liger[2].layer_norm_forward(x, w, b, 1e-5)
+            if not isinstance(peers["quack"], str):
+                wf, bf = w.float(), b.float()  # quack's LayerNorm takes float32 parameters only
+                self.fns["quack"] = lambda: peers["quack"].layernorm_fwd(x, wf, bf, eps=1e-5)
+        elif op == "rms_norm":
             y = torch.empty_like(x)
             self.fns["onlinenorm"] = lambda: onlinenorm.rms_norm(x, w, eps, out=y)
             fwd = lambda a, g: F.rms_norm(a, (cols,), g, eps)
@@ -151,7 +204,7 @@ class Case:
                 out = fn(xs, ws, bs)  # the graph stays alive for retain_graph
                 self.fns[name] = lambda out=out: torch.autograd.grad(out, inputs, dy, retain_graph=True)
             if not isinstance(peers["liger"], str):
-                lr, _, ll = peers["liger"]
+                lr, _, ll, _ = peers["liger"]
 
                 def liger():
                     if layer:
@@ -188,6 +241,8 @@ def main():
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--dtypes", default="f32,bf16")
     ap.add_argument("--widths", default=",".join(str(w) for w in WIDTHS))
+    ap.add_argument("--shapes", help="ROWSxCOLS,... instead of --widths (rows that may leave the GPU underfilled: "
+                                     "the table gives microseconds)")
     ap.add_argument("--seconds", type=float, default=1e9, help="stop starting new cases after this long")
     args = ap.parse_args()
     import torch
@@ -225,12 +280,14 @@ def main():
     t0 = time.time()
     for op in args.ops.split(","):
         for dt in args.dtypes.split(","):
-            for cols in (int(w) for w in args.widths.split(",")):
+            shapes = [tuple(int(v) for v in t.split("x")) for t in args.shapes.split(",")] if args.shapes else \
+                [(None, int(w)) for w in args.widths.split(",")]
+            for rows, cols in shapes:
                 if time.time() - t0 > args.seconds:
                     print(f"stopped at {op} {dt} {cols}: --seconds {args.seconds}", flush=True)
                     break
                 try:
-                    case = Case(op, dt, cols, peers)
+                    case = Case(op, dt, cols, peers, rows)
                 except Exception:  # noqa: BLE001
                     print(f"{op} {dt} {cols}: setup failed\n{traceback.format_exc(limit=3)}", flush=True)
                     torch.cuda.empty_cache()
@@ -258,26 +315,29 @@ def main():
                 del case
                 torch.cuda.empty_cache()
     if args.md:
-        write_md(results, args.md, dev)
+        write_md(results, args.md, dev, latency=bool(args.shapes))
 
 
-def write_md(results, path, dev):
-    """% of the copy per peer; the best peer and onlinenorm's ratio to it."""
+def write_md(results, path, dev, latency=False):
+    """% of the copy per peer (latency: microseconds per call); the best peer and onlinenorm's
+    speed relative to it (> 1: ahead)."""
     with open(path, "w") as f:
-        f.write(f"{dev}: % of a copy of the same bytes (the faster of copy_ and a Triton copy)\n\n")
-        f.write("| op | dtype | cols | copy TB/s | " + " | ".join(PEERS) + " | best peer | ours / best |\n")
+        unit = "microseconds per call" if latency else "% of a copy of the same bytes (the faster of copy_ and a Triton copy)"
+        f.write(f"{dev}: {unit}\n\n")
+        f.write("| op | dtype | rows x cols | copy TB/s | " + " | ".join(PEERS) + " | best peer | ours / best |\n")
         f.write("|---|---|---|---|" + "---|" * len(PEERS) + "---|---|\n")
         for r in results:
             cells = []
             for p in PEERS:
                 v = r.get(p + "_tbps")
-                cells.append("-" if v is None else f"{v / r['copy_tbps'] * 100:.0f}")
+                cells.append("-" if v is None else f"{r[p + '_ms'] * 1e3:.1f}" if latency else
+                             f"{v / r['copy_tbps'] * 100:.0f}")
             others = [(r[p + "_tbps"], p) for p in PEERS[1:] if r.get(p + "_tbps")]
             best = max(others) if others else None
             ours = r.get("onlinenorm_tbps")
             ratio = f"{ours / best[0]:.2f}" if best and ours else "-"
-            f.write(f"| {r['op']} | {r['dtype']} | {r['cols']} | {r['copy_tbps']:.2f} | " + " | ".join(cells) +
-                    f" | {best[1] if best else '-'} | {ratio} |\n")
+            f.write(f"| {r['op']} | {r['dtype']} | {r['rows']} x {r['cols']} | {r['copy_tbps']:.2f} | " +
+                    " | ".join(cells) + f" | {best[1] if best else '-'} | {ratio} |\n")
 
 
 if __name__ == "__main__":

@@ -4,26 +4,57 @@
 
 #if defined(ONORM_USE_RCCL)
 #include <hip/hip_runtime.h>
+#define ONORM_RT(name) hip##name
 #else
 #include <cuda_runtime.h>
+#define ONORM_RT(name) cuda##name
 #endif
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
 
 namespace onorm {
 namespace nccl {
 
-#if defined(ONORM_USE_RCCL)
-using Stream = hipStream_t;
-inline bool malloc_async(void** p, size_t bytes, Stream s) { return hipMallocAsync(p, bytes, s) == hipSuccess; }
-inline bool free_async(void* p, Stream s) { return hipFreeAsync(p, s) == hipSuccess; }
-inline const char* last_runtime_error() { return hipGetErrorString(hipGetLastError()); }
-#else
-using Stream = cudaStream_t;
-inline bool malloc_async(void** p, size_t bytes, Stream s) { return cudaMallocAsync(p, bytes, s) == cudaSuccess; }
-inline bool free_async(void* p, Stream s) { return cudaFreeAsync(p, s) == cudaSuccess; }
-inline const char* last_runtime_error() { return cudaGetErrorString(cudaGetLastError()); }
-#endif
+using Stream = ONORM_RT(Stream_t);
+using Pool = ONORM_RT(MemPool_t);
+
+// The scratch comes from a memory pool of this library's own per device, which keeps its memory
+// between calls: the device's default pool gives its memory back at each synchronization, so
+// every call would map it again (tens of microseconds), and its settings are the user's.
+inline bool pool_of(int device, Pool* out) {
+  static std::mutex mu;
+  static std::map<int, Pool> pools;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = pools.find(device);
+  if (it == pools.end()) {
+    ONORM_RT(MemPoolProps) props = {};
+    props.allocType = ONORM_RT(MemAllocationTypePinned);
+    props.location.type = ONORM_RT(MemLocationTypeDevice);
+    props.location.id = device;
+    Pool pool;
+    if (ONORM_RT(MemPoolCreate)(&pool, &props) != ONORM_RT(Success)) return false;
+    uint64_t keep = UINT64_MAX;
+    if (ONORM_RT(MemPoolSetAttribute)(pool, ONORM_RT(MemPoolAttrReleaseThreshold), &keep) != ONORM_RT(Success)) {
+      ONORM_RT(MemPoolDestroy)(pool);
+      return false;
+    }
+    it = pools.emplace(device, pool).first;
+  }
+  *out = it->second;
+  return true;
+}
+
+inline bool malloc_async(void** p, size_t bytes, int device, Stream s) {
+  Pool pool;
+  return pool_of(device, &pool) && ONORM_RT(MallocFromPoolAsync)(p, bytes, pool, s) == ONORM_RT(Success);
+}
+inline bool free_async(void* p, Stream s) { return ONORM_RT(FreeAsync)(p, s) == ONORM_RT(Success); }
+inline const char* last_runtime_error() { return ONORM_RT(GetErrorString)(ONORM_RT(GetLastError)()); }
+
+#undef ONORM_RT
 
 }  // namespace nccl
 }  // namespace onorm

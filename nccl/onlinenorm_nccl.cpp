@@ -27,7 +27,7 @@ onorm_status nccl_failed(const char* fn, const char* what, ncclResult_t r) {
 // rank's place in the communicator.
 struct Call {
   const char* fn;
-  int ranks = 0, rank = 0;
+  int ranks = 0, rank = 0, device = 0;
   Stream stream = nullptr;
 };
 
@@ -45,6 +45,7 @@ onorm_status begin(Call& c, onorm_context ctx, ncclComm_t comm, const onorm_rows
                 (std::string(c.fn) + ": the context's backend is not this layer's GPU (" + onorm_backend_name(ctx) + ")").c_str());
   if (ncclResult_t r = ncclCommCount(comm, &c.ranks)) return nccl_failed(c.fn, "ncclCommCount", r);
   if (ncclResult_t r = ncclCommUserRank(comm, &c.rank)) return nccl_failed(c.fn, "ncclCommUserRank", r);
+  if (ncclResult_t r = ncclCommCuDevice(comm, &c.device)) return nccl_failed(c.fn, "ncclCommCuDevice", r);
   void* stream = nullptr;
   if (onorm_status s = onorm_get_stream(ctx, &stream)) return s;
   c.stream = static_cast<Stream>(stream);
@@ -65,7 +66,7 @@ onorm_status gather_and_merge(const Call& c, ncclComm_t comm, const onorm_rows* 
                               Gathered<Record>& g, Stats&& stats, Merge&& merge) {
   const int64_t rows = x->rows;
   const size_t bytes = sizeof(Record) * static_cast<size_t>(rows) * static_cast<size_t>(c.ranks + 1);
-  if (!malloc_async(&g.scratch, bytes, c.stream))
+  if (!malloc_async(&g.scratch, bytes, c.device, c.stream))
     return fail(ONORM_ERROR_OUT_OF_MEMORY,
                 (std::string(c.fn) + ": no device memory for " + std::to_string(bytes) + " bytes of states: " +
                  last_runtime_error()).c_str());

@@ -61,13 +61,19 @@ __global__ void __launch_bounds__(kStateBlock) state_coefs_kernel(RowArgs a, Spl
   if (a.cols == 0) Op::write_row_outputs(c, a.row_out, s.row0 + i);
 }
 
+// Rows per launch of a stats or finish call: each reads its rows once (no second read to keep
+// in L2, unlike two_read_batch), so as many as the grid and 2^20 chunk states take.
+inline int64_t stage_batch(const RowArgs& a, int64_t K) {
+  return std::min<int64_t>({a.rows, 65535, std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(K, 1))});
+}
+
 // STATS of a request's rows into states (an op whose merge state is its partial state).
 template <typename R, int W, typename L>
 onorm_status place_stats(const RowArgs& a, L& l, void* states) {
   using Shape = SplitShape<R>;
   if (a.cols == 0) return l.template merge_parts<typename R::Op::Merged>(a.rows, 0, nullptr, states);
   const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
-  const int64_t batch = two_read_batch<R>(a, l);
+  const int64_t batch = stage_batch(a, K);
   size_t buf0, buf1;
   two_read_state_bytes<R>(batch, K, buf0, buf1);
   onorm_status status = ONORM_OK;
@@ -92,7 +98,7 @@ onorm_status place_finish(const RowArgs& a, L& l, const Columns& cols, const voi
   using Op = typename R::Op;
   using Shape = SplitShape<R>;
   const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
-  const int64_t batch = two_read_batch<R>(a, l);
+  const int64_t batch = stage_batch(a, K);
   void* coefs = nullptr;
   if constexpr (Op::kF64Fallback) {
     onorm_status status = ONORM_OK;
