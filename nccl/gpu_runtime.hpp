@@ -38,7 +38,7 @@ inline bool pool_of(int device, Pool* out) {
     if (ONORM_RT(MemPoolCreate)(&pool, &props) != ONORM_RT(Success)) return false;
     uint64_t keep = UINT64_MAX;
     if (ONORM_RT(MemPoolSetAttribute)(pool, ONORM_RT(MemPoolAttrReleaseThreshold), &keep) != ONORM_RT(Success)) {
-      ONORM_RT(MemPoolDestroy)(pool);
+      (void)ONORM_RT(MemPoolDestroy)(pool);
       return false;
     }
     it = pools.emplace(device, pool).first;
