@@ -16,13 +16,16 @@ namespace gpu {
 // Register caps (ptxas, sm_90a; bench/cuda/NOTES.md): blocks of 256 threads (or the same
 // threads in blocks of 128) get 40 registers where one or two vectors per thread without
 // column vectors fit them, 64 for up to 16 floats per thread, 80 for up to 32, 128 for the
-// dense 16-bit shapes (64 elements); blocks of 512 threads 64 for up to 16 floats per thread,
-// else 128.
+// dense 16-bit shapes (64 elements) and two inputs of eight vectors; blocks of 512 threads 64
+// for up to 16 floats per thread, else 128.
 template <typename R, int ITEMS, int BLOCK>
 constexpr int rows_min_blocks() {
   constexpr int kFloats = R::Op::kInputs * ITEMS * R::kVec;
   if constexpr (BLOCK > 256) return kFloats > 16 ? 1 : 2;
   if constexpr (ITEMS * R::kVec > 32) return 2 * (256 / BLOCK);
+  // Two inputs of eight vectors a thread (f32 rows of 513-1024 columns of the backward passes)
+  // spilled about 170 bytes at 80 registers: 128.
+  if constexpr (R::Op::kInputs > 1 && ITEMS >= 8) return 2 * (256 / BLOCK);
   return (R::Op::kCols == 0 && ITEMS <= 2 && kFloats <= 16 ? 6 : R::Op::kCols == 0 && kFloats <= 16 ? 4 : 3) *
          (256 / BLOCK);
 }
