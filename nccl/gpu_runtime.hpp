@@ -21,9 +21,11 @@ namespace nccl {
 using Stream = ONORM_RT(Stream_t);
 using Pool = ONORM_RT(MemPool_t);
 
-// The scratch comes from a memory pool of this library's own per device, which keeps its memory
-// between calls: the device's default pool gives its memory back at each synchronization, so
-// every call would map it again (tens of microseconds), and its settings are the user's.
+// The scratch comes from a memory pool of this library's own per device, which keeps up to
+// kPoolKeepBytes between calls: the device's default pool gives its memory back at each
+// synchronization, so every call would map it again (tens of microseconds), and its settings
+// are the user's. Beyond the bound (states of millions of rows) memory goes back at a sync.
+constexpr uint64_t kPoolKeepBytes = uint64_t(64) << 20;
 inline bool pool_of(int device, Pool* out) {
   static std::mutex mu;
   static std::map<int, Pool> pools;
@@ -36,7 +38,7 @@ inline bool pool_of(int device, Pool* out) {
     props.location.id = device;
     Pool pool;
     if (ONORM_RT(MemPoolCreate)(&pool, &props) != ONORM_RT(Success)) return false;
-    uint64_t keep = UINT64_MAX;
+    uint64_t keep = kPoolKeepBytes;
     if (ONORM_RT(MemPoolSetAttribute)(pool, ONORM_RT(MemPoolAttrReleaseThreshold), &keep) != ONORM_RT(Success)) {
       (void)ONORM_RT(MemPoolDestroy)(pool);
       return false;
