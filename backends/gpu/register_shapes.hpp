@@ -18,7 +18,9 @@
   TRY(32, 8, 256)    /* 1024 */        \
   TRY(128, 4, 128)   /* 2048 */        \
   TRY(256, 4, 256)   /* 4096 */        \
+  TRY(384, 4, 384)   /* 6144 */        \
   TRY(512, 4, 512)   /* 8192 */        \
+  TRY(384, 8, 384)   /* 12288 */       \
   TRY(512, 8, 512)   /* 16384 */
 // 8 elements per 16-byte vector (f16, bf16).
 #define ONORM_GPU_W32_SHAPES_VEC8(TRY) \
@@ -30,7 +32,9 @@
   TRY(32, 4, 256)    /* 1024 */        \
   TRY(128, 2, 128)   /* 2048 */        \
   TRY(256, 2, 256)   /* 4096 */        \
+  TRY(384, 2, 384)   /* 6144 */        \
   TRY(512, 2, 512)   /* 8192 */        \
+  TRY(384, 4, 384)   /* 12288 */       \
   TRY(512, 4, 512)   /* 16384 */
 // Dense 16-bit rows of ops that read one input: 64 elements per thread, a quarter of the
 // threads per row, so that a thread's fixed work (the block reductions, the coefficients, the
@@ -39,7 +43,9 @@
 // every op at 8192-16384 columns and for LayerNorm from 4096; slower for the others below.
 #define ONORM_GPU_W32_DENSE_SHAPES_VEC8(TRY) \
   TRY(64, 8, 64)     /* 4096 */            \
+  TRY(96, 8, 96)     /* 6144 */            \
   TRY(128, 8, 128)   /* 8192 */            \
+  TRY(192, 8, 192)   /* 12288 */           \
   TRY(256, 8, 256)   /* 16384 */
 // Wide short rows, tried first where the device asks for them (short_wide).
 #define ONORM_GPU_W32_WIDE_SHAPES_VEC4(TRY) \
@@ -75,5 +81,7 @@
   TRY(64, 2, 256)    /* 1024 */        \
   TRY(64, 4, 256)    /* 2048 */        \
   TRY(256, 2, 256)   /* 4096 */        \
+  TRY(384, 2, 384)   /* 6144 */        \
   TRY(512, 2, 512)   /* 8192 */        \
+  TRY(384, 4, 384)   /* 12288 */       \
   TRY(512, 4, 512)   /* 16384 */
