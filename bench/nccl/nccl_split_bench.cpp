@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../../tests/nccl/ranks.hpp"
+#include "onlinenorm/core/convert.hpp"
 #include "onlinenorm/onlinenorm_nccl.h"
 
 namespace {
@@ -69,10 +70,8 @@ void fill_normal(void* x, size_t n, onorm_dtype dtype, cudaStream_t stream) {
     const float v = nd(g);
     if (dtype == ONORM_F32) {
       std::memcpy(&h[i * 4], &v, 4);
-    } else {  // bf16: the high half of the float
-      uint32_t u;
-      std::memcpy(&u, &v, 4);
-      const uint16_t b = static_cast<uint16_t>(u >> 16);
+    } else {
+      const uint16_t b = onorm::core::f32_to_bf16(v);
       std::memcpy(&h[i * 2], &b, 2);
     }
   }
