@@ -103,8 +103,9 @@ class Case:
         w = torch.rand(cols, device="cuda", dtype=dtype) + 0.5
         eps = 1e-6
         self.fns = {}
-        liger = None if isinstance(peers["liger"], str) else peers["liger"]
-        quack_sm = None if isinstance(peers["quack_softmax"], str) else peers["quack_softmax"]
+        # Each peer's modules, or None where its import failed (a string: the reason).
+        liger, quack, quack_sm = (None if isinstance(peers[k], str) else peers[k]
+                                  for k in ("liger", "quack", "quack_softmax"))
         if op in ("softmax", "log_softmax"):
             y = torch.empty_like(x)
             log = op == "log_softmax"
@@ -139,9 +140,9 @@ class Case:
             self.fns["compile"] = lambda: c(x, w, b)
             if liger:
                 self.fns["liger"] = lambda: liger[2].layer_norm_forward(x, w, b, 1e-5)
-            if not isinstance(peers["quack"], str):
+            if quack:
                 wf, bf = w.float(), b.float()  # quack's LayerNorm takes float32 parameters only
-                self.fns["quack"] = lambda: peers["quack"].layernorm_fwd(x, wf, bf, eps=1e-5)
+                self.fns["quack"] = lambda: quack.layernorm_fwd(x, wf, bf, eps=1e-5)
         elif op == "rms_norm":
             y = torch.empty_like(x)
             self.fns["onlinenorm"] = lambda: onlinenorm.rms_norm(x, w, eps, out=y)
@@ -149,11 +150,11 @@ class Case:
             self.fns["eager"] = lambda: fwd(x, w)
             c = torch.compile(fwd, dynamic=False)
             self.fns["compile"] = lambda: c(x, w)
-            if not isinstance(peers["liger"], str):
-                lr = peers["liger"][0]
+            if liger:
+                lr = liger[0]
                 self.fns["liger"] = lambda: lr.LigerRMSNormFunction.apply(x, w, eps, 0.0, "llama", False)
-            if not isinstance(peers["quack"], str):
-                qr = peers["quack"]
+            if quack:
+                qr = quack
                 self.fns["quack"] = lambda: qr.rmsnorm_fwd(x, w, eps=eps)
         elif op == "add_rms_norm":
             r = torch.randn_like(x)
@@ -167,11 +168,11 @@ class Case:
             self.fns["eager"] = lambda: fwd(x, r, w)
             c = torch.compile(fwd, dynamic=False)
             self.fns["compile"] = lambda: c(x, r, w)
-            if not isinstance(peers["liger"], str):
-                la = peers["liger"][1]
+            if liger:
+                la = liger[1]
                 self.fns["liger"] = lambda: la.LigerFusedAddRMSNormFunction.apply(x, r, w, eps, 0.0, "llama", False)
-            if not isinstance(peers["quack"], str):
-                qr = peers["quack"]
+            if quack:
+                qr = quack
                 self.fns["quack"] = lambda: qr.rmsnorm_fwd(x, w, residual=r, eps=eps)
         elif op == "rms_norm_fp8":
             y = torch.empty(rows, cols, device="cuda", dtype=torch.float8_e4m3fn)
@@ -203,23 +204,23 @@ class Case:
             for name, fn in (("eager", fwd), ("compile", torch.compile(fwd, dynamic=False))):
                 out = fn(xs, ws, bs)  # the graph stays alive for retain_graph
                 self.fns[name] = lambda out=out: torch.autograd.grad(out, inputs, dy, retain_graph=True)
-            if not isinstance(peers["liger"], str):
-                lr, _, ll, _ = peers["liger"]
+            if liger:
+                lr, _, ll, _ = liger
 
-                def liger():
+                def liger_bwd():
                     if layer:
                         _, _, lmean, lrstd, _, _ = ll.layer_norm_forward(x, w, b, 1e-5)
                         return lambda: ll.layer_norm_backward(dy, x, w, b, lmean, lrstd)
                     yl = lr.LigerRMSNormFunction.apply(xs, ws, eps, 0.0, "llama", False)
                     return lambda: torch.autograd.grad(yl, (xs, ws), dy, retain_graph=True)
-                self.set_up("liger", liger)
-            if not isinstance(peers["quack"], str) and not layer:
-                qr = peers["quack"]
+                self.set_up("liger", liger_bwd)
+            if quack and not layer:
+                qr = quack
 
-                def quack():
+                def quack_bwd():
                     _, _, qrstd = qr.rmsnorm_fwd(x, w, eps=eps, store_rstd=True)
                     return lambda: qr.rmsnorm_bwd(x, w, dy, qrstd)
-                self.set_up("quack", quack)
+                self.set_up("quack", quack_bwd)
         self.x = x
 
     def set_up(self, peer, make):
