@@ -36,6 +36,7 @@ constexpr Key kTuneKeys[] = {
     {"cluster_tier", 0, 1},                // smallest slice tried
     {"cluster_prefetch", 0, 1},            // gamma / beta prefetched before the cluster merge
     {"cluster_stream", 0, 1},              // resident clusters walking rows through a shared-memory stage
+    {"backward_stages", 1, 3},             // rows staged at once by the norms' backward over clusters
     {"short_wide", 0, 1},                  // wide shapes for short rows
     {"dense_cols", 1, (1ll << 40)},        // shortest 16-bit row in the dense register shapes
     // CPU

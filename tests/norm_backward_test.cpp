@@ -30,6 +30,7 @@ struct Problem {
   int64_t pad = 0;
   size_t shift = 0;  // bytes past 16-byte alignment
   bool hard_rows = true;
+  int64_t outlier_every = 256;  // row 2's outliers: at every such column (chunk and slice starts)
   bool dense = false;  // every row tensor at stride cols (the GPUs' 16-byte vector path when aligned)
 };
 
@@ -62,7 +63,7 @@ struct Call {
     const double centre = std::uniform_real_distribution<double>(-20, 20)(rng);
     // Row 1: a NaN in dy; row 2: 1e4 + N(0,1) with outliers at every 256-column chunk start.
     x.fill([&](int64_t r, int64_t c) {
-      if (p.hard_rows && p.rows >= 3 && r == 2) return c % 256 == 0 ? 3e4 : cheap_normal(rng, 1e4, 1.0);
+      if (p.hard_rows && p.rows >= 3 && r == 2) return c % p.outlier_every == 0 ? 3e4 : cheap_normal(rng, 1e4, 1.0);
       return cheap_normal(rng, centre, 2.0);
     });
     dy.fill([&](int64_t r, int64_t c) {
@@ -209,6 +210,36 @@ TEST_P(NormBackward, OneDtypeRowsOverManyBlocks) {
     }
 }
 
+// Rows of one dtype, aligned, longer than a block holds (CUDA sm_90+: a cluster of up to 16
+// blocks per row, slices of 2732..16384 columns; the rest on the two-read kernels): over many
+// clusters (their partial rows' merge) and over one, outliers at every vector (so at every
+// slice start), gamma of another dtype, dresidual, weight_offset.
+TEST_P(NormBackward, OneDtypeRowsOverClusters) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  const std::vector<onorm_dtype> floats = floats_of(GetParam());
+  int k = 0;
+  for (int64_t cols : {8196, 12288, 20000, 65536, 65544, 131072, 262144})
+    for (onorm_dtype dt : floats) {
+      Problem p;
+      p.layer = ++k % 2;
+      p.cols = cols;
+      p.rows = k % 4 == 0 ? 1 : std::min<int64_t>(300, std::max<int64_t>(3, (int64_t(1) << 19) / cols));
+      p.dense = true;
+      p.outlier_every = 4;
+      p.xt = p.dyt = p.dxt = dt;
+      p.pt = k % 3 ? dt : floats[rng() % floats.size()];
+      p.dresidual = k % 5 == 0 ? static_cast<int>(dt) : -1;
+      p.offset = k % 3 == 0 ? 1.0 : 0.0;
+      p.dbeta = k % 6 != 0;
+      SCOPED_TRACE(describe(p));
+      Call run(ctx, p, rng);
+      ASSERT_EQ(run.call(ctx, p), ONORM_OK) << onorm_last_error();
+      run.check(p);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 // dgamma and dbeta over 2^20 rows: within the contract's bound (a running float sum is not),
 // and the same bits on a second run.
 TEST_P(NormBackward, ColumnSumsOverAMillionRows) {
@@ -241,11 +272,12 @@ TEST_P(NormBackward, ColumnSumsOverAMillionRows) {
 TEST_P(NormBackward, RowsAloneEqualRowsInTheBatch) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
   ONORM_SEEDED_RNG(rng);
+  for (int64_t cols : {3000, 20000})
   for (bool layer : {true, false}) {
     Problem p;
     p.layer = layer;
     p.rows = 6;
-    p.cols = 3000;
+    p.cols = cols;
     p.xt = p.dyt = p.dxt = p.pt = ONORM_BF16;
     p.dresidual = ONORM_F32;
     p.offset = 1.0;
@@ -278,12 +310,14 @@ TEST_P(NormBackward, RowsAloneEqualRowsInTheBatch) {
 TEST_P(NormBackward, InPlaceAndWrappersEqualTheArgsCall) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
   ONORM_SEEDED_RNG(rng);
+  for (int64_t cols : {1000, 20000})
   for (bool layer : {true, false})
     for (int mode = 0; mode < 3; ++mode) {
       Problem p;
       p.layer = layer;
       p.rows = 4;
-      p.cols = 1000;
+      p.cols = cols;
+      p.dense = cols > 8192;  // aligned: the CUDA clusters' rows
       p.xt = p.dyt = p.dxt = p.pt = ONORM_BF16;
       SCOPED_TRACE(describe(p) + " mode " + std::to_string(mode));
       Call ref(ctx, p, rng);

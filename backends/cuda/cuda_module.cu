@@ -97,6 +97,7 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   caps.cluster_min_tier = static_cast<int>(tune::get("cluster_tier", caps.cluster_min_tier));
   caps.cluster_prefetch = tune::get("cluster_prefetch", 1) != 0;
   caps.cluster_stream = tune::get("cluster_stream", 1) != 0;
+  caps.backward_stages = static_cast<int>(tune::get("backward_stages", caps.backward_stages));
   caps.short_wide = tune::get("short_wide", 1) != 0;
   caps.dense_min_cols_16 = tune::get("dense_cols", caps.dense_min_cols_16);
   const cudaError_t e = cudaEventCreateWithFlags(&ctx->ws_event, cudaEventDisableTiming);

@@ -1,8 +1,9 @@
 // The CUDA runtime calls of the shared launcher (gpu/launcher.hpp): errors, the workspace's
 // memory and events, and what only CUDA has: the staged kernel's occupancy and cooperative
-// launch, thread-block clusters (cluster_rows.cuh).
+// launch, thread-block clusters (cluster_rows.cuh, cluster_norm_backward.cuh).
 #pragma once
 
+#include "cluster_norm_backward.cuh"
 #include "cluster_rows.cuh"
 #include "cuda_context.hpp"
 #include "launcher.hpp"
@@ -93,6 +94,46 @@ class CudaRuntime {
     cfg.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>(clusters, a.rows) * K));
     status = try_call(cudaLaunchKernelEx(&cfg, kern, a, s), "cluster stream launch");
     return true;
+  }
+
+  // The norms' backward over clusters of C blocks, slices of `chunk` columns
+  // (cluster_norm_backward.cuh): the stage buffers a block takes (the most that fit) and how many such clusters are resident at once (0: none fits), then the launch of
+  // `clusters` of them.
+  template <typename Op, typename T, int W, int ITEMS, int BLOCK>
+  int backward_clusters(int C, int chunk, int& stages, onorm_status& status) {
+    auto kern = cluster_norm_backward_kernel<Op, T, W, ITEMS, BLOCK>;
+    // Three rows in flight measured faster for f32 slices, two for 16-bit ones (bench/RESULTS.md).
+    stages = caps().backward_stages > 0 ? caps().backward_stages : sizeof(T) == 4 ? 3 : 2;
+    while (stages > 1 && int64_t(backward_stage_bytes<T>(chunk, stages)) > caps().smem_max) --stages;
+    const size_t smem = backward_stage_bytes<T>(chunk, stages);
+    if (int64_t(smem) > caps().smem_max) return 0;
+    if (smem > 48 * 1024) {
+      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+                        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+      if (status != ONORM_OK) return 0;
+    }
+    if (C > 8) {
+      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                        "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
+      if (status != ONORM_OK) return 0;
+    }
+    cudaLaunchAttribute attr[1];
+    cudaLaunchConfig_t cfg = config(unsigned(C), C, BLOCK, attr);
+    cfg.dynamicSmemBytes = smem;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess) {
+      cudaGetLastError();  // not an error of the request: the planner takes another placement
+      return 0;
+    }
+    return clusters;
+  }
+  template <typename Op, typename T, int W, int ITEMS, int BLOCK>
+  onorm_status backward_cluster(unsigned clusters, int C, int chunk, int stages, const gpu::NormBackwardArgs& a) {
+    cudaLaunchAttribute attr[1];
+    cudaLaunchConfig_t cfg = config(clusters * unsigned(C), C, BLOCK, attr);
+    cfg.dynamicSmemBytes = backward_stage_bytes<T>(chunk, stages);
+    return try_call(cudaLaunchKernelEx(&cfg, cluster_norm_backward_kernel<Op, T, W, ITEMS, BLOCK>, a, chunk, stages),
+                    "norm backward cluster launch");
   }
 
  private:

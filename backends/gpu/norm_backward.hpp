@@ -1,6 +1,7 @@
 // The norms' backward pass on GPUs (core/ops/norm_backward.hpp; API.md, "backward passes"),
 // shared by CUDA and HIP. Rows of one dtype, aligned, up to kBackwardRegisterCols long: one read
-// (norm_backward_registers.hpp). The others:
+// (norm_backward_registers.hpp); longer ones on CUDA sm_90+: one read over a thread-block cluster
+// (cuda/cluster_norm_backward.cuh). The others:
 //   column_partials_kernel     dgamma / dbeta: a thread per column sums a group of rows in
 //                              double, in row order;
 //   column_finish_kernel       the groups' partials summed in group order, rounded to float
@@ -207,6 +208,74 @@ bool place_backward_registers(Rt& rt, Launcher<Rt>& l, const NormBackwardArgs& a
   return false;
 }
 
+// The cluster shapes of the one-read backward (cluster_norm_backward.cuh; runtimes with
+// kClusters): TRY(16-byte vectors per thread and input, block); a block's slice holds up to
+// BLOCK * ITEMS vectors, a cluster up to cluster_max (16) slices; the comment is the widest row.
+#define ONORM_GPU_BACKWARD_CLUSTER_SHAPES_VEC4(TRY) \
+  TRY(4, 256)  /* 65536 */                          \
+  TRY(4, 512)  /* 131072 */                         \
+  TRY(8, 512)  /* 262144 (one row staged at a time) */
+#define ONORM_GPU_BACKWARD_CLUSTER_SHAPES_VEC8(TRY) \
+  TRY(2, 256)  /* 65536 */                          \
+  TRY(2, 512)  /* 131072 */                         \
+  TRY(4, 512)  /* 262144 */
+
+// The one-read backward over clusters of C blocks with shape (ITEMS, BLOCK): as many clusters
+// as the device holds at once, each a run of at most kBackwardChainRows rows, one partial row of
+// column sums per cluster. False where no such cluster fits (nothing launched).
+template <typename Op, typename T, int WARP, int ITEMS, int BLOCK, typename Rt>
+bool launch_backward_cluster(Rt& rt, Launcher<Rt>& l, NormBackwardArgs a, int C, onorm_status& status) {
+  constexpr int V = Elems<T>::kVec, K = Op::kColOuts;
+  const int chunk = static_cast<int>(((a.cols + C - 1) / C + V - 1) / V * V);
+  int stages = 0;
+  const int resident = rt.template backward_clusters<Op, T, WARP, ITEMS, BLOCK>(C, chunk, stages, status);
+  if (status != ONORM_OK) return true;
+  if (resident < 1) return false;
+  int64_t per_cluster = (a.rows + resident - 1) / resident;
+  if (per_cluster > kBackwardChainRows) per_cluster = kBackwardChainRows;
+  a.rows_per_group = per_cluster;
+  const int64_t clusters = (a.rows + per_cluster - 1) / per_cluster;
+  const bool merge = (a.col_out[0] || a.col_out[1]) && clusters > 1;
+  a.direct = clusters == 1;
+  if (merge) {
+    a.partial_f32 = static_cast<float*>(l.workspace(static_cast<size_t>(clusters * K * a.cols * 4), status));
+    if (status != ONORM_OK) return true;
+  }
+  status = rt.template backward_cluster<Op, T, WARP, ITEMS, BLOCK>(unsigned(clusters), C, chunk, stages, a);
+  if (status == ONORM_OK && merge) {
+    column_merge_kernel<K><<<unsigned((a.cols + kMergeCols - 1) / kMergeCols), kMergeCols * kMergeLanes, 0, rt.stream()>>>(
+        a, int(clusters));
+    status = rt.check("column merge launch");
+  }
+  if (status == ONORM_OK) status = l.finish();
+  return true;
+}
+
+// The first cluster shape that holds the row and fits (false: none; CUDA sm_90+ only).
+template <typename Op, typename T, int WARP, typename Rt>
+bool place_backward_cluster(Rt& rt, Launcher<Rt>& l, const NormBackwardArgs& a, onorm_status& status) {
+  if constexpr (!Rt::kClusters) {
+    (void)rt, (void)l, (void)a, (void)status;
+    return false;
+  } else {
+    constexpr int V = Elems<T>::kVec;
+    if (!rt.caps().cluster) return false;
+#define ONORM_TRY_BACKWARD_CLUSTER(ITEMS, BLOCK)                                                        \
+  {                                                                                                     \
+    const int64_t C = (a.cols + int64_t(BLOCK) * (ITEMS) * V - 1) / (int64_t(BLOCK) * (ITEMS) * V);     \
+    if (C <= rt.caps().cluster_max && launch_backward_cluster<Op, T, WARP, ITEMS, BLOCK>(rt, l, a, int(C), status)) \
+      return true;                                                                                      \
+  }
+    if constexpr (V == 4) {
+      ONORM_GPU_BACKWARD_CLUSTER_SHAPES_VEC4(ONORM_TRY_BACKWARD_CLUSTER)
+    } else {
+      ONORM_GPU_BACKWARD_CLUSTER_SHAPES_VEC8(ONORM_TRY_BACKWARD_CLUSTER)
+    }
+#undef ONORM_TRY_BACKWARD_CLUSTER
+    return false;
+  }
+}
+
 template <typename Op, typename T, int WARP, typename Rt>
 onorm_status launch_norm_backward(Rt& rt, NormBackwardArgs a) {
   Launcher<Rt> l(rt);
@@ -215,6 +284,9 @@ onorm_status launch_norm_backward(Rt& rt, NormBackwardArgs a) {
     // Up to 2^29 rows: the grid stays under max_blocks (a block takes 128 rows or more there).
     if (a.vec && a.cols <= kBackwardRegisterCols && a.rows <= (int64_t(1) << 29) &&
         place_backward_registers<Op, T, WARP>(rt, l, a, status))
+      return status;
+    if (a.vec && a.cols > kBackwardRegisterCols && a.rows <= (int64_t(1) << 29) &&
+        place_backward_cluster<Op, T, WARP>(rt, l, a, status))
       return status;
   }
   const PlanCaps& caps = rt.caps();

@@ -60,6 +60,7 @@ struct PlanCaps {
   int cluster_min_tier = 0;              // smallest slice tried (ClusterTiers)
   bool cluster_prefetch = true;          // prefetch the column vectors before the cluster merge
   bool cluster_stream = true;            // resident clusters walking rows through a shared-memory stage
+  int backward_stages = 0;               // the norms' backward over clusters: rows staged at once (0: by dtype)
 };
 
 constexpr int kSplitBlock = 512;   // two-read chunks: a block of 512 threads
