@@ -160,17 +160,26 @@ constexpr int64_t kPartialBytes = int64_t(64) << 20;
   TRY(256, 2, 256)   /* 4096 */             \
   TRY(512, 2, 512)   /* 8192 */
 
+// The rows each block (cluster) of the one-read backward walks: spread evenly over whole waves of
+// the `resident` ones the device holds at once, at most `cap` (the float column sums' chain), a
+// multiple of `multiple` (a block's row groups). Capping the resident blocks' even share alone
+// can leave a last wave of a few blocks, each with a whole run (bench/RESULTS.md). Past one wave
+// a run holds more than cap / 2 rows.
+inline int64_t rows_per_run(int64_t rows, int64_t resident, int64_t cap, int64_t multiple) {
+  const int64_t waves = (rows + resident * cap - 1) / (resident * cap);
+  const int64_t per = (rows + waves * resident - 1) / (waves * resident);
+  return (per + multiple - 1) / multiple * multiple;
+}
+
 // The one-read backward with shape (TPR, ITEMS, BLOCK): a block per run of rows, as many blocks
 // as the device holds at once, each run at most kBackwardChainRows rows per group. The partial
-// rows take at most K * cols * 4 bytes per 128 rows: 1/32 (K = 2) of x's size in bf16, or
-// the resident blocks' rows.
+// rows take at most K * cols * 4 bytes per 64 rows: 1/16 (K = 2) of x's size in bf16, or the
+// resident blocks' rows.
 template <typename Op, typename T, int WARP, int TPR, int ITEMS, int BLOCK, typename Rt>
 onorm_status launch_backward_registers(Rt& rt, Launcher<Rt>& l, NormBackwardArgs a) {
   constexpr int E = ITEMS * Elems<T>::kVec, GPB = BLOCK / TPR, K = Op::kColOuts;
   const int64_t resident = int64_t(rt.caps().sms) * backward_min_blocks<E, ITEMS, K, BLOCK>();
-  int64_t per_block = (a.rows + resident - 1) / resident;
-  per_block = (per_block + GPB - 1) / GPB * GPB;
-  if (per_block > kBackwardChainRows * GPB) per_block = kBackwardChainRows * GPB;
+  const int64_t per_block = rows_per_run(a.rows, resident, kBackwardChainRows * GPB, GPB);
   a.rows_per_group = per_block;
   const int64_t blocks = (a.rows + per_block - 1) / per_block;
   const bool merge = (a.col_out[0] || a.col_out[1]) && blocks > 1;
@@ -231,8 +240,7 @@ bool launch_backward_cluster(Rt& rt, Launcher<Rt>& l, NormBackwardArgs a, int C,
   const int resident = rt.template backward_clusters<Op, T, WARP, ITEMS, BLOCK>(C, chunk, stages, status);
   if (status != ONORM_OK) return true;
   if (resident < 1) return false;
-  int64_t per_cluster = (a.rows + resident - 1) / resident;
-  if (per_cluster > kBackwardChainRows) per_cluster = kBackwardChainRows;
+  const int64_t per_cluster = rows_per_run(a.rows, resident, kBackwardChainRows, 1);
   a.rows_per_group = per_cluster;
   const int64_t clusters = (a.rows + per_cluster - 1) / per_cluster;
   const bool merge = (a.col_out[0] || a.col_out[1]) && clusters > 1;
