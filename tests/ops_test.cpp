@@ -190,6 +190,19 @@ TEST_P(LongRowTest, BeyondTwoToTheTwentyFour) {
   }
 }
 
+// Softmax rows on both sides of the CPU's kept-lift limit (backends/cpu/kernels.hpp,
+// kScratchCols = 2^18 columns): up to it the write pass finishes from the exp(x - m_chunk) kept
+// in pass 2, beyond it the exp is taken again from x. Both within the bound, f32 and bf16.
+TEST_P(LongRowTest, SoftmaxAroundTheKeptLiftLimit) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  for (const int64_t cols : {int64_t{1} << 18, (int64_t{1} << 18) + 1}) {
+    for (const onorm_dtype dt : {ONORM_F32, ONORM_BF16}) {
+      EXPECT_TRUE(run_checked(ctx, Op::softmax, dt, dt, 2, cols, Layout{}, rng));
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, LongRowTest, ::testing::ValuesIn(all_backends()), BackendName());
 
 }  // namespace

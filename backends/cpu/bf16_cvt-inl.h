@@ -87,8 +87,22 @@ struct Io<Bf16Cvt> {
   static HWY_INLINE void Stream2(DF d, VF a, VF b, Bf16Cvt* p) {
     _mm512_stream_si512(reinterpret_cast<__m512i*>(p), Round2(d, a, b));
   }
+  // Store2 and Stream2 of the halves that Io<core::bf16_bits>::LoadEvenOdd splits a pair of
+  // vectors into, back in element order: one word permute after the conversion.
+  static HWY_INLINE void Store2EvenOdd(DF d, VF even, VF odd, Bf16Cvt* p) {
+    _mm512_storeu_si512(static_cast<void*>(p), Interleave(Round2(d, even, odd)));
+  }
+  static HWY_INLINE void Stream2EvenOdd(DF d, VF even, VF odd, Bf16Cvt* p) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p), Interleave(Round2(d, even, odd)));
+  }
 
  private:
+  // Words 0..15 (the even elements) and 16..31 (the odd ones) interleaved: 0, 16, 1, 17, ...
+  static HWY_INLINE __m512i Interleave(__m512i r) {
+    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                           21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(order, r);
+  }
   static HWY_INLINE bool HasDenormal(__m512 v) {
     const __m512i u = _mm512_castps_si512(v);
     const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));

@@ -20,10 +20,12 @@ namespace cpu {
 // It never depends on the thread count or the target, so results are bitwise reproducible.
 constexpr int64_t kChunk = 4096;
 // Rows of ops that keep their lift (Op::kKeepsLift: softmax's exp(x - m_chunk)) up to this
-// many columns keep it in an f32 scratch row (4 MB at most, in L2 or L3) and finish from it;
-// longer rows compute it again in the write pass. Depends only on cols, so every thread count
-// takes the same path.
-constexpr int64_t kScratchCols = int64_t(1) << 20;
+// many columns keep it in an f32 scratch row (1 MB at most) and finish from it; longer rows
+// compute it again in the write pass. The kept lift pays only while it and the row stay in
+// L2 (2 MB a core on the Xeon measured): a scratch row that spills is written to and read
+// back from L3, which costs more than the exp it saves (bench/RESULTS.md). Depends only on
+// cols, so every thread count takes the same path.
+constexpr int64_t kScratchCols = int64_t(1) << 18;
 constexpr int64_t kMaxScratchChunks = kScratchCols / kChunk;
 
 // Rows of a 16-bit type up to kRowGroupCols columns run kRowGroup at a time (row_drivers-inl.h,

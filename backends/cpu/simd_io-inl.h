@@ -85,6 +85,14 @@ struct Io<core::bf16_bits> {
     const auto u16 = hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p));
     return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, u16)));
   }
+  // 2 * Lanes(d) elements in one load, split by position: even gets elements 0, 2, 4..., odd
+  // 1, 3, 5... A bf16 is the high half of its f32, so each is one shift or mask, no widening.
+  static HWY_INLINE void LoadEvenOdd(DF d, const core::bf16_bits* p, VF& even, VF& odd) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto u = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+    even = hn::BitCast(d, hn::ShiftLeft<16>(u));
+    odd = hn::BitCast(d, hn::And(u, hn::Set(du, 0xffff0000u)));
+  }
   // Round to nearest even (Highway 1.0.3's DemoteTo truncates); NaN stays a quiet NaN.
   static HWY_INLINE hn::Vec<D16> Round(DF d, VF v) {
     const hn::RebindToUnsigned<DF> du;

@@ -54,8 +54,10 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
   const float* kept = src.kept;
   for (int k = 0; k < Op::kInputs; ++k) x[k] = kKept ? nullptr : src.x[k];
   for (int k = 0; k < kCols; ++k) col[k] = k < Op::kCols && ((kColMask >> k) & 1u) ? src.col[k] : nullptr;
-  // kPartial: count < N elements, through LoadTail.
-  auto compute = [=](size_t at, size_t count, auto partial) {
+  // kPartial: count < N elements, through LoadTail. The lambdas are flattened themselves: GCC
+  // may otherwise leave the math policy's calls out of line in them (they are inlined into
+  // the driver, whose own flatten does not always reach that far).
+  auto compute = [=](size_t at, size_t count, auto partial) HWY_FLATTEN {
     constexpr bool kPartial = decltype(partial)::value;
     VF cv[kCols];
     for (int k = 0; k < Op::kCols; ++k) {
@@ -73,8 +75,39 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
       return Op::finish(m, c, xv, cv);
     }
   };
+  // Pairs of bf16 inputs and outputs: each input's 2 * N elements in one load, computed as the
+  // even- and the odd-indexed ones and stored back in order (Io::LoadEvenOdd, Store2EvenOdd):
+  // the same arithmetic per element as compute, with half the conversion work on the loads.
+  constexpr bool kEvenOdd = !kKept && Io<Out>::kPaired && std::is_same<In, core::bf16_bits>::value;
+  auto compute_even_odd = [=](size_t at, VF& even, VF& odd) HWY_FLATTEN {
+    if constexpr (kEvenOdd) {
+      VF ce[kCols], co[kCols], xe[Op::kInputs], xo[Op::kInputs];
+      for (int k = 0; k < Op::kCols; ++k) {
+        if (!((kColMask >> k) & 1u)) ce[k] = co[k] = defaults[k];
+        else Io<In>::LoadEvenOdd(d, col[k] + at, ce[k], co[k]);
+      }
+      for (int k = 0; k < Op::kInputs; ++k) Io<In>::LoadEvenOdd(d, x[k] + at, xe[k], xo[k]);
+      even = Op::finish(m, c, xe, ce);
+      odd = Op::finish(m, c, xo, co);
+    }
+  };
   const std::true_type partial;
   const std::false_type full;
+  // Two vectors from `at` through Io<Out>'s paired store (kStreamed: the streaming one).
+  auto write_pair = [&](size_t at, auto streamed) HWY_FLATTEN {
+    constexpr bool kStreamed = decltype(streamed)::value;
+    if (pf) PrefetchAhead(pf + at, 2 * N * sizeof(In));
+    if constexpr (kEvenOdd) {
+      VF even, odd;
+      compute_even_odd(at, even, odd);
+      if constexpr (kStreamed) Io<Out>::Stream2EvenOdd(d, even, odd, y + at);
+      else Io<Out>::Store2EvenOdd(d, even, odd, y + at);
+    } else {
+      const VF a = compute(at, N, full), b = compute(at + N, N, full);
+      if constexpr (kStreamed) Io<Out>::Stream2(d, a, b, y + at);
+      else Io<Out>::Store2(d, a, b, y + at);
+    }
+  };
   size_t i = 0;
   const uintptr_t addr = reinterpret_cast<uintptr_t>(y);
   // Pairs of vectors only where the store gains from them (Io<Out>::kPaired): elsewhere the
@@ -89,10 +122,7 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
     if (i < head) StoreTail(d, compute(i, head - i, partial), y + i, head - i);
     i = head;
     if constexpr (Io<Out>::kPaired) {
-      for (; i + 2 * N <= n; i += 2 * N) {
-        if (pf) PrefetchAhead(pf + i, 2 * N * sizeof(In));
-        Io<Out>::Stream2(d, compute(i, N, full), compute(i + N, N, full), y + i);
-      }
+      for (; i + 2 * N <= n; i += 2 * N) write_pair(i, std::true_type());
     } else {
       for (; i + N <= n; i += N) {
         if (pf) PrefetchAhead(pf + i, N * sizeof(In));
@@ -101,10 +131,7 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
     }
   }
   if constexpr (Io<Out>::kPaired) {
-    for (; i + 2 * N <= n; i += 2 * N) {
-      if (pf) PrefetchAhead(pf + i, 2 * N * sizeof(In));
-      Io<Out>::Store2(d, compute(i, N, full), compute(i + N, N, full), y + i);
-    }
+    for (; i + 2 * N <= n; i += 2 * N) write_pair(i, std::false_type());
   }
   for (; i + N <= n; i += N) {
     if (pf) PrefetchAhead(pf + i, N * sizeof(In));
