@@ -97,8 +97,8 @@ class CudaRuntime {
   }
 
   // The norms' backward over clusters of C blocks, slices of `chunk` columns
-  // (cluster_norm_backward.cuh): the stage buffers a block takes (the most that fit) and how many such clusters are resident at once (0: none fits), then the launch of
-  // `clusters` of them.
+  // (cluster_norm_backward.cuh): the rows a block stages at once (the most that fit) and how many
+  // such clusters are resident at once (0: none fits), then the launch of `clusters` of them.
   template <typename Op, typename T, int W, int ITEMS, int BLOCK>
   int backward_clusters(int C, int chunk, int& stages, onorm_status& status) {
     auto kern = cluster_norm_backward_kernel<Op, T, W, ITEMS, BLOCK>;
