@@ -48,18 +48,7 @@ class CudaRuntime {
   template <typename R, int W, int ITEMS, int BLOCK>
   bool cluster_fits(int K, onorm_status& status) {
     if (K <= 8) return true;  // the portable cluster size
-    auto kern = cluster_rows_kernel<R, W, ITEMS, BLOCK>;
-    status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-                      "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
-    if (status != ONORM_OK) return false;
-    cudaLaunchAttribute attr[1];
-    cudaLaunchConfig_t cfg = config(unsigned(K), K, BLOCK, attr);
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess || clusters < 1) {
-      cudaGetLastError();  // not an error of the request: the planner takes another placement
-      return false;
-    }
-    return true;
+    return resident_clusters(cluster_rows_kernel<R, W, ITEMS, BLOCK>, K, BLOCK, 0, status) > 0;
   }
   template <typename R, int W, int ITEMS, int BLOCK>
   onorm_status cluster(unsigned grid, int K, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
@@ -73,25 +62,11 @@ class CudaRuntime {
   bool cluster_stream(int K, const gpu::RowArgs& a, const gpu::SplitArgs& s, onorm_status& status) {
     auto kern = cluster_stream_kernel<R, W, ITEMS, BLOCK>;
     const size_t smem = static_cast<size_t>(s.chunk) * sizeof(typename R::In);
-    if (smem > 48 * 1024) {
-      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-                        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-      if (status != ONORM_OK) return false;
-    }
-    if (K > 8) {
-      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-                        "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
-      if (status != ONORM_OK) return false;
-    }
+    const int clusters = resident_clusters(kern, K, BLOCK, smem, status);
+    if (clusters < 1) return false;
     cudaLaunchAttribute attr[1];
-    cudaLaunchConfig_t cfg = config(unsigned(K), K, BLOCK, attr);
+    cudaLaunchConfig_t cfg = config(unsigned(std::min<int64_t>(clusters, a.rows) * K), K, BLOCK, attr);
     cfg.dynamicSmemBytes = smem;
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess || clusters < 1) {
-      cudaGetLastError();  // not an error of the request: the planner takes another kernel
-      return false;
-    }
-    cfg.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>(clusters, a.rows) * K));
     status = try_call(cudaLaunchKernelEx(&cfg, kern, a, s), "cluster stream launch");
     return true;
   }
@@ -107,25 +82,7 @@ class CudaRuntime {
     while (stages > 1 && int64_t(backward_stage_bytes<T>(chunk, stages)) > caps().smem_max) --stages;
     const size_t smem = backward_stage_bytes<T>(chunk, stages);
     if (int64_t(smem) > caps().smem_max) return 0;
-    if (smem > 48 * 1024) {
-      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-                        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-      if (status != ONORM_OK) return 0;
-    }
-    if (C > 8) {
-      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-                        "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
-      if (status != ONORM_OK) return 0;
-    }
-    cudaLaunchAttribute attr[1];
-    cudaLaunchConfig_t cfg = config(unsigned(C), C, BLOCK, attr);
-    cfg.dynamicSmemBytes = smem;
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess) {
-      cudaGetLastError();  // not an error of the request: the planner takes another placement
-      return 0;
-    }
-    return clusters;
+    return resident_clusters(kern, C, BLOCK, smem, status);
   }
   template <typename Op, typename T, int W, int ITEMS, int BLOCK>
   onorm_status backward_cluster(unsigned clusters, int C, int chunk, int stages, const gpu::NormBackwardArgs& a) {
@@ -137,6 +94,31 @@ class CudaRuntime {
   }
 
  private:
+  // Clusters of K blocks of `block` threads with `smem` bytes of dynamic shared memory each that
+  // the device holds at once (kernel attributes set as they need); 0 where none fits, which is
+  // not an error of the request (the planner takes another placement) unless status says so.
+  template <typename Kernel>
+  int resident_clusters(Kernel kern, int K, int block, size_t smem, onorm_status& status) {
+    if (smem > 48 * 1024) {
+      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+                        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+      if (status != ONORM_OK) return 0;
+    }
+    if (K > 8) {
+      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                        "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
+      if (status != ONORM_OK) return 0;
+    }
+    cudaLaunchAttribute attr[1];
+    cudaLaunchConfig_t cfg = config(unsigned(K), K, block, attr);
+    cfg.dynamicSmemBytes = smem;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return clusters;
+  }
   cudaLaunchConfig_t config(unsigned grid, int K, int block, cudaLaunchAttribute* attr) const {
     cudaLaunchConfig_t cfg{};
     attr[0].id = cudaLaunchAttributeClusterDimension;

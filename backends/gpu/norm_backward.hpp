@@ -171,6 +171,27 @@ inline int64_t rows_per_run(int64_t rows, int64_t resident, int64_t cap, int64_t
   return (per + multiple - 1) / multiple * multiple;
 }
 
+// A one-read backward of `runs` runs of rows (launch(a): its kernel's launch, a status) and its
+// column sums: one partial row per run in the workspace, added in run order by
+// column_merge_kernel after it; a single run writes dgamma / dbeta itself.
+template <int K, typename Rt, typename Launch>
+onorm_status launch_with_column_merge(Rt& rt, Launcher<Rt>& l, NormBackwardArgs a, int64_t runs, Launch&& launch) {
+  const bool merge = (a.col_out[0] || a.col_out[1]) && runs > 1;
+  a.direct = runs == 1;
+  if (merge) {
+    onorm_status s = ONORM_OK;
+    a.partial_f32 = static_cast<float*>(l.workspace(static_cast<size_t>(runs * K * a.cols * 4), s));
+    if (s != ONORM_OK) return s;
+  }
+  if (onorm_status s = launch(a)) return s;
+  if (merge) {
+    column_merge_kernel<K><<<unsigned((a.cols + kMergeCols - 1) / kMergeCols), kMergeCols * kMergeLanes, 0, rt.stream()>>>(
+        a, int(runs));
+    if (onorm_status s = rt.check("column merge launch")) return s;
+  }
+  return l.finish();
+}
+
 // The one-read backward with shape (TPR, ITEMS, BLOCK): a block per run of rows, as many blocks
 // as the device holds at once, each run at most kBackwardChainRows rows per group. The partial
 // rows take at most K * cols * 4 bytes per 64 rows: 1/16 (K = 2) of x's size in bf16, or the
@@ -182,21 +203,10 @@ onorm_status launch_backward_registers(Rt& rt, Launcher<Rt>& l, NormBackwardArgs
   const int64_t per_block = rows_per_run(a.rows, resident, kBackwardChainRows * GPB, GPB);
   a.rows_per_group = per_block;
   const int64_t blocks = (a.rows + per_block - 1) / per_block;
-  const bool merge = (a.col_out[0] || a.col_out[1]) && blocks > 1;
-  a.direct = blocks == 1;
-  if (merge) {
-    onorm_status s = ONORM_OK;
-    a.partial_f32 = static_cast<float*>(l.workspace(static_cast<size_t>(blocks * K * a.cols * 4), s));
-    if (s != ONORM_OK) return s;
-  }
-  norm_backward_register_kernel<Op, T, WARP, TPR, ITEMS, BLOCK><<<unsigned(blocks), BLOCK, 0, rt.stream()>>>(a);
-  if (onorm_status s = rt.check("norm backward register launch")) return s;
-  if (merge) {
-    column_merge_kernel<K><<<unsigned((a.cols + kMergeCols - 1) / kMergeCols), kMergeCols * kMergeLanes, 0, rt.stream()>>>(
-        a, int(blocks));
-    if (onorm_status s = rt.check("column merge launch")) return s;
-  }
-  return l.finish();
+  return launch_with_column_merge<K>(rt, l, a, blocks, [&](const NormBackwardArgs& b) {
+    norm_backward_register_kernel<Op, T, WARP, TPR, ITEMS, BLOCK><<<unsigned(blocks), BLOCK, 0, rt.stream()>>>(b);
+    return rt.check("norm backward register launch");
+  });
 }
 
 // The first register shape that holds the row (false: none does).
@@ -243,19 +253,9 @@ bool launch_backward_cluster(Rt& rt, Launcher<Rt>& l, NormBackwardArgs a, int C,
   const int64_t per_cluster = rows_per_run(a.rows, resident, kBackwardChainRows, 1);
   a.rows_per_group = per_cluster;
   const int64_t clusters = (a.rows + per_cluster - 1) / per_cluster;
-  const bool merge = (a.col_out[0] || a.col_out[1]) && clusters > 1;
-  a.direct = clusters == 1;
-  if (merge) {
-    a.partial_f32 = static_cast<float*>(l.workspace(static_cast<size_t>(clusters * K * a.cols * 4), status));
-    if (status != ONORM_OK) return true;
-  }
-  status = rt.template backward_cluster<Op, T, WARP, ITEMS, BLOCK>(unsigned(clusters), C, chunk, stages, a);
-  if (status == ONORM_OK && merge) {
-    column_merge_kernel<K><<<unsigned((a.cols + kMergeCols - 1) / kMergeCols), kMergeCols * kMergeLanes, 0, rt.stream()>>>(
-        a, int(clusters));
-    status = rt.check("column merge launch");
-  }
-  if (status == ONORM_OK) status = l.finish();
+  status = launch_with_column_merge<K>(rt, l, a, clusters, [&](const NormBackwardArgs& b) {
+    return rt.template backward_cluster<Op, T, WARP, ITEMS, BLOCK>(unsigned(clusters), C, chunk, stages, b);
+  });
   return true;
 }
 
