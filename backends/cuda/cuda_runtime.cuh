@@ -21,11 +21,8 @@ class CudaRuntime {
   template <typename R, int W, int BLOCK>
   int staged_per_sm(size_t smem, onorm_status& status) {
     auto kern = gpu::staged_kernel<R, W, BLOCK>;
-    if (smem > 48 * 1024) {
-      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-                        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-      if (status != ONORM_OK) return 0;
-    }
+    status = allow_dynamic_smem(kern, smem);
+    if (status != ONORM_OK) return 0;
     int per_sm = 0;
     status = try_call(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, BLOCK, smem),
                       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
@@ -94,16 +91,24 @@ class CudaRuntime {
   }
 
  private:
+  // A block's shared memory past 48 KB, static and dynamic together, must be allowed for the
+  // kernel first: without it the occupancy queries report that nothing fits (48 KB of stages
+  // beside a kernel's few hundred static bytes included).
+  template <typename Kernel>
+  onorm_status allow_dynamic_smem(Kernel kern, size_t smem) {
+    cudaFuncAttributes fa{};
+    if (onorm_status s = try_call(cudaFuncGetAttributes(&fa, kern), "cudaFuncGetAttributes")) return s;
+    if (smem + fa.sharedSizeBytes <= 48 * 1024) return ONORM_OK;
+    return try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+                    "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+  }
   // Clusters of K blocks of `block` threads with `smem` bytes of dynamic shared memory each that
   // the device holds at once (kernel attributes set as they need); 0 where none fits, which is
   // not an error of the request (the planner takes another placement) unless status says so.
   template <typename Kernel>
   int resident_clusters(Kernel kern, int K, int block, size_t smem, onorm_status& status) {
-    if (smem > 48 * 1024) {
-      status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-                        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-      if (status != ONORM_OK) return 0;
-    }
+    status = allow_dynamic_smem(kern, smem);
+    if (status != ONORM_OK) return 0;
     if (K > 8) {
       status = try_call(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                         "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)");
