@@ -7,6 +7,7 @@
 // the arithmetic (same chunks, same merge tree, same per-element formula), so the result is
 // bitwise the same for every thread count.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -40,10 +41,22 @@ constexpr int64_t kSplitCols = 4 * kChunk;
 
 struct CpuContext {
   TargetInfo target;
+  int64_t l2_bytes;  // one core's L2 (next_row_fits)
   unsigned tune_off = 0;  // options switched by ONLINENORM_TUNE (benchmarking only; kOptTwoExp: on)
   size_t index;  // entry in the HWY_EXPORT tables
   std::string name;
 };
+
+// Where the system does not say (sysconf 0 or -1): the smallest L2 of the x86 cores measured.
+constexpr int64_t kL2BytesUnknown = int64_t(1) << 20;
+
+int64_t l2_cache_bytes() {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 > 0) return l2;
+#endif
+  return kL2BytesUnknown;
+}
 
 int device_count(char*, size_t) { return 1; }
 
@@ -61,6 +74,7 @@ onorm_status open(int device, void** impl, char* err, size_t err_len) {
   }
   auto* ctx = new CpuContext;
   ctx->target = target;
+  ctx->l2_bytes = l2_cache_bytes();
   if (!tune::get("stream", 1)) ctx->tune_off |= kOptStream;
   if (!tune::get("prefetch", 1)) ctx->tune_off |= kOptPrefetch;
   if (tune::get("twoexp", 0)) ctx->tune_off |= kOptTwoExp;
@@ -199,7 +213,11 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
     }
     if (rows < threads && cols >= kSplitCols)
       core::ops::visit(q.op, [&](auto op) { run_split<decltype(op)>(c, q, opts, threads); });
-    else run_rows(c, q, opts, threads);
+    else {
+      if (core::ops::visit(q.op, [&](auto op) { return next_row_fits<decltype(op)>(q, c.l2_bytes); }))
+        opts |= kOptNextRow;
+      run_rows(c, q, opts, threads);
+    }
   } catch (const std::bad_alloc&) {
     // Scratch is taken before any output is written: nothing was written.
     std::snprintf(err, err_len, "cpu: out of memory for the scratch of a %lld x %lld call",

@@ -28,15 +28,17 @@ constexpr int64_t kChunk = 4096;
 constexpr int64_t kScratchCols = int64_t(1) << 18;
 constexpr int64_t kMaxScratchChunks = kScratchCols / kChunk;
 
-// Rows of a 16-bit type up to kRowGroupCols columns run kRowGroup at a time (row_drivers-inl.h,
-// RowGroup): a short row's scalar work is a chain of dependent steps, and the chains of a group
-// overlap. Only 16-bit rows, whose conversions lengthen that chain (f32 rows of that length run
-// near memory speed already), and only short ones (longer rows' groups outgrow L1); measured in
-// bench/RESULTS.md.
+// Short rows of a 16-bit type, and short f32 LayerNorm rows, run kRowGroup at a time
+// (row_drivers-inl.h, RowGroup): a short row's scalar work is a chain of dependent steps, and
+// the chains of a group overlap. Only where that chain is long: the 16-bit conversions, and
+// LayerNorm's double statistics (two divisions and a square root); the other f32 rows of that
+// length run near memory speed already and lose to the grouping. Only short rows (longer rows'
+// groups outgrow L1). Measured in bench/RESULTS.md.
 constexpr int64_t kRowGroup = 4;
 constexpr int64_t kRowGroupCols = 512;
 inline bool row_groups(const onorm_request& q) {
-  return q.in[0].cols <= kRowGroupCols && (q.in[0].dtype == ONORM_BF16 || q.in[0].dtype == ONORM_F16);
+  if (q.in[0].cols > kRowGroupCols) return false;
+  return q.in[0].dtype == ONORM_BF16 || q.in[0].dtype == ONORM_F16 || q.op == ONORM_OP_LAYER_NORM;
 }
 
 // Streaming (non-temporal) stores once the output is too large to stay in cache.
@@ -47,7 +49,9 @@ constexpr int64_t kStreamBytes = int64_t(16) << 20;
 // benchmark can measure each optimisation against its absence in one process
 // (ONLINENORM_TUNE=stream=0,prefetch=0,twoexp=1; src/tune.hpp). kOptTwoExp (no kept lift)
 // changes softmax's rounding, never the thread-count independence.
-enum : unsigned { kOptStream = 1u, kOptPrefetch = 2u, kOptTwoExp = 4u };
+// kOptNextRow (set per call where next_row_fits says so): the write pass prefetches the next
+// row's columns rather than the next chunk's.
+enum : unsigned { kOptStream = 1u, kOptPrefetch = 2u, kOptTwoExp = 4u, kOptNextRow = 8u };
 
 // Scratch floats per thread that simd_run_rows needs for this request (0: none): the row's
 // kept lift, a group's for rows of one chunk.
@@ -55,6 +59,20 @@ template <class Op>
 inline int64_t kept_scratch_cols(const onorm_request& q, unsigned opts) {
   if (!Op::kKeepsLift || q.in[0].cols > kScratchCols || (opts & kOptTwoExp)) return 0;
   return row_groups(q) ? kRowGroup * q.in[0].cols : q.in[0].cols;
+}
+
+// Whether a row's write pass should fetch the next row (whole rows, one thread each). A row of
+// more than one chunk reads memory only in its chunk passes, and its write pass (x again from
+// L2, y out) leaves the read side of memory idle: fetching the next row meanwhile keeps both
+// directions busy, as a copy does. Only where the next row fits in half of L2 beside this row
+// and its column vectors; beyond that it would evict what the write pass reads. Shorter rows'
+// next chunk is a row or more ahead already. Only the norms: softmax and log-softmax wait on
+// their exp, not on memory, and lose the prefetches' issue slots.
+template <class Op>
+inline bool next_row_fits(const onorm_request& q, int64_t l2_bytes) {
+  if (q.op != ONORM_OP_LAYER_NORM && q.op != ONORM_OP_RMS_NORM) return false;
+  const int64_t cols = q.in[0].cols, in_bytes = q.in[0].dtype == ONORM_F32 ? 4 : 2;
+  return cols > kChunk && cols * (2 + Op::kCols) * in_bytes <= l2_bytes / 2;
 }
 
 // Per-target entry points (index from target_index()).

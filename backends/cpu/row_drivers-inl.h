@@ -80,12 +80,13 @@ HWY_INLINE void RowGroup(const onorm_request& q, int64_t r, unsigned opts, float
     if constexpr (Op::kKeepsLift) {
       if (kept) {
         const WriteSources<In> src{nullptr, kept + g * cols, col};
-        WriteRangeCols<Op, true>(mask, d, Op::chunk_coefs(c[g], states[g]), src, y, n, opts, x[0]);
+        WriteRangeCols<Op, true>(mask, d, Op::chunk_coefs(c[g], states[g]), src, y, n, opts,
+                                 WritePrefetch(q, x[0], opts));
         continue;
       }
     }
     const WriteSources<In> src{x, nullptr, col};
-    WriteRangeCols<Op, false>(mask, d, c[g], src, y, n, opts, x[0]);
+    WriteRangeCols<Op, false>(mask, d, c[g], src, y, n, opts, WritePrefetch(q, x[0], opts));
   }
 }
 
@@ -124,7 +125,7 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
           const unsigned mask = RowCols<Op>(q, b, col);
           const WriteSources<In> src{nullptr, scratch + b, col};
           WriteRangeCols<Op, true>(mask, d, Op::chunk_coefs(c, states[k]), src, y + b, static_cast<size_t>(n), opts,
-                                   x[0]);
+                                   WritePrefetch(q, x[0], opts));
         }
         continue;
       }
@@ -139,7 +140,7 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
     const unsigned mask = RowCols<Op>(q, 0, col);
     Out* y = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride;
     const WriteSources<In> src{x, nullptr, col};
-    WriteRangeCols<Op, false>(mask, d, c, src, y, static_cast<size_t>(cols), opts, x[0]);
+    WriteRangeCols<Op, false>(mask, d, c, src, y, static_cast<size_t>(cols), opts, WritePrefetch(q, x[0], opts));
   }
 }
 
@@ -166,7 +167,7 @@ HWY_FLATTEN void WriteChunkT(const onorm_request& q, int64_t r, int64_t k, const
   Out* y = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride + b;
   const FloatCoefs<Op> c = kept_scratch_cols<Op>(q, opts) > 0 ? Op::chunk_coefs(row, chunk) : row;
   const WriteSources<In> src{x, nullptr, col};
-  WriteRangeCols<Op, false>(mask, d, c, src, y, static_cast<size_t>(n), opts, x[0]);
+  WriteRangeCols<Op, false>(mask, d, c, src, y, static_cast<size_t>(n), opts, WritePrefetch(q, x[0], opts));
 }
 
 }  // namespace HWY_NAMESPACE

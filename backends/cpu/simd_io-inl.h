@@ -49,10 +49,12 @@ constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
 // passes run over cached data while memory fetches what comes next (the rest of a long row,
 // or the next rows). Plain address arithmetic, no dereference: prefetching past the end of
 // the data is harmless.
+HWY_INLINE void PrefetchBytes(uintptr_t a, size_t bytes) {
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(a + b), 0, 2);
+}
 template <typename T>
 HWY_INLINE void PrefetchAhead(const T* p, size_t bytes) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(kChunk) * sizeof(T);
-  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(a + b), 0, 2);
+  PrefetchBytes(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(kChunk) * sizeof(T), bytes);
 }
 
 // Highway 1.0.3's x86 Stream stores 16 bytes whatever the vector's size: a vector of 8 bytes

@@ -36,14 +36,14 @@ struct WriteSources {
 };
 
 // y[i] for i in [0, n). kKept: from the kept lift; kColMask: the column vectors present.
-// pf: the input stream to prefetch ahead of (the row's in[0]), or nullptr.
+// pf: the address prefetched beside element 0 (WritePrefetch), advancing as the input does;
+// 0: none.
 template <class Op, bool kKept, unsigned kColMask, typename In, typename Out>
 HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>& src, Out* y, size_t n,
-                           unsigned opts, const In* pf) {
+                           unsigned opts, uintptr_t pf) {
   constexpr int kCols = Op::kCols > 0 ? Op::kCols : 1;
   const SimdMath m{d};
   const bool stream = (opts & kOptStream) != 0;
-  if (!(opts & kOptPrefetch)) pf = nullptr;
   const size_t N = hn::Lanes(d);
   VF defaults[kCols];
   for (int k = 0; k < kCols; ++k) defaults[k] = hn::Set(d, Op::col_default(k));
@@ -96,7 +96,7 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
   // Two vectors from `at` through Io<Out>'s paired store (kStreamed: the streaming one).
   auto write_pair = [&](size_t at, auto streamed) HWY_FLATTEN {
     constexpr bool kStreamed = decltype(streamed)::value;
-    if (pf) PrefetchAhead(pf + at, 2 * N * sizeof(In));
+    if (pf) PrefetchBytes(pf + at * sizeof(In), 2 * N * sizeof(In));
     if constexpr (kEvenOdd) {
       VF even, odd;
       compute_even_odd(at, even, odd);
@@ -125,7 +125,7 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
       for (; i + 2 * N <= n; i += 2 * N) write_pair(i, std::true_type());
     } else {
       for (; i + N <= n; i += N) {
-        if (pf) PrefetchAhead(pf + i, N * sizeof(In));
+        if (pf) PrefetchBytes(pf + i * sizeof(In), N * sizeof(In));
         Io<Out>::Stream(d, compute(i, N, full), y + i);
       }
     }
@@ -134,16 +134,26 @@ HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>
     for (; i + 2 * N <= n; i += 2 * N) write_pair(i, std::false_type());
   }
   for (; i + N <= n; i += N) {
-    if (pf) PrefetchAhead(pf + i, N * sizeof(In));
+    if (pf) PrefetchBytes(pf + i * sizeof(In), N * sizeof(In));
     Io<Out>::Store(d, compute(i, N, full), y + i);
   }
   if (i < n) StoreTail(d, compute(i, n - i, partial), y + i, n - i);
 }
 
+// Where the write pass of a range whose input starts at x0 prefetches (WriteRange's pf): the
+// next row's same columns with kOptNextRow, else one chunk ahead; 0 without kOptPrefetch.
+// Address arithmetic only: past the end of the data it is harmless.
+template <typename In>
+HWY_INLINE uintptr_t WritePrefetch(const onorm_request& q, const In* x0, unsigned opts) {
+  if (!(opts & kOptPrefetch)) return 0;
+  const int64_t ahead = (opts & kOptNextRow) ? q.in[0].row_stride : kChunk;
+  return reinterpret_cast<uintptr_t>(x0) + static_cast<uintptr_t>(ahead) * sizeof(In);
+}
+
 // WriteRange for the column vectors present (a run-time mask of up to Op::kCols bits).
 template <class Op, bool kKept, unsigned kColMask = 0, typename In, typename Out>
 HWY_INLINE void WriteRangeCols(unsigned mask, DF d, const FloatCoefs<Op>& c, const WriteSources<In>& src, Out* y,
-                               size_t n, unsigned opts, const In* pf) {
+                               size_t n, unsigned opts, uintptr_t pf) {
   if constexpr (kColMask + 1 < (1u << Op::kCols)) {
     if (mask != kColMask) return WriteRangeCols<Op, kKept, kColMask + 1>(mask, d, c, src, y, n, opts, pf);
   }
