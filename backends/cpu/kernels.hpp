@@ -12,6 +12,7 @@
 #include "backend_interface.h"
 #include "norm_backward_rows.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
+#include "validate.hpp"
 
 namespace onorm {
 namespace cpu {
@@ -71,8 +72,7 @@ inline int64_t kept_scratch_cols(const onorm_request& q, unsigned opts) {
 template <class Op>
 inline bool next_row_fits(const onorm_request& q, int64_t l2_bytes) {
   if (q.op != ONORM_OP_LAYER_NORM && q.op != ONORM_OP_RMS_NORM) return false;
-  const int64_t cols = q.in[0].cols;
-  const int64_t in_bytes = q.in[0].dtype == ONORM_F64 ? 8 : q.in[0].dtype == ONORM_F32 ? 4 : 2;
+  const int64_t cols = q.in[0].cols, in_bytes = static_cast<int64_t>(dtype_size(q.in[0].dtype));
   return cols > kChunk && cols * (2 + Op::kCols) * in_bytes <= l2_bytes / 2;
 }
 
