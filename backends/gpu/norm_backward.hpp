@@ -289,12 +289,11 @@ onorm_status launch_norm_backward(Rt& rt, NormBackwardArgs a) {
   Launcher<Rt> l(rt);
   if constexpr (!std::is_void<T>::value) {
     onorm_status status = ONORM_OK;
-    // Up to 2^29 rows: the grid stays under max_blocks (a block takes 128 rows or more there).
-    if (a.vec && a.cols <= kBackwardRegisterCols && a.rows <= (int64_t(1) << 29) &&
-        place_backward_registers<Op, T, WARP>(rt, l, a, status))
-      return status;
-    if (a.vec && a.cols > kBackwardRegisterCols && a.rows <= (int64_t(1) << 29) &&
-        place_backward_cluster<Op, T, WARP>(rt, l, a, status))
+    // Up to 2^29 rows: the grid stays under max_blocks (a block or cluster takes more than 64
+    // rows there: rows_per_run past one wave).
+    if (a.vec && a.rows <= (int64_t(1) << 29) &&
+        (a.cols <= kBackwardRegisterCols ? place_backward_registers<Op, T, WARP>(rt, l, a, status)
+                                         : place_backward_cluster<Op, T, WARP>(rt, l, a, status)))
       return status;
   }
   const PlanCaps& caps = rt.caps();
