@@ -9,6 +9,7 @@
 // OpenMP threads, so batches of 1..3 rows are split at 4 and not at 2.
 #include <omp.h>
 
+#include <cstring>
 #include <tuple>
 
 #include "common/op_case.hpp"
@@ -147,6 +148,60 @@ TEST_P(BatchInvariance, RowAloneEqualsRowInBatches) {
     }
   }
   omp_set_num_threads(threads_before);
+}
+
+// Batches larger than a GPU holds at once (2500 rows, several waves of blocks): rows at the
+// waves' seams and the batch's last rows equal the same rows alone, bit for bit; every element
+// is written and nothing beyond (rows strided and cut inside a 16-byte vector).
+TEST_P(BatchInvariance, RowAloneEqualsRowInLargeBatch) {
+  const auto [backend, op, in] = GetParam();
+  if (backend == ONORM_BACKEND_CPU) GTEST_SKIP() << "a GPU schedule";
+  if (op_inputs(op) > 1) GTEST_SKIP() << "the staged shapes read one input";
+  ONORM_OPEN_OR_SKIP(ctx, backend);
+  if (!contract_supports(backend, in)) GTEST_SKIP() << dtype_name(in) << " is not taken by this backend";
+  ONORM_SEEDED_RNG(rng);
+  const InputDist d = input_dist(op, rng);
+  const int64_t rows = 2500;
+  const std::pair<int64_t, int64_t> shapes[] = {{1030, 1040}, {2048, 2048}, {4096, 4096}, {6000, 6008}, {16384, 16384}};
+  for (const auto& [cols, stride] : shapes) {
+    SCOPED_TRACE(describe(backend, op, in, in, rows, cols) + " stride " + std::to_string(stride));
+    Tensor x(ctx, in, rows, cols, stride), y(ctx, in, rows, cols, stride);
+    Tensor mean(ctx, ONORM_F32, 1, rows), rstd(ctx, ONORM_F32, 1, rows);
+    std::uniform_real_distribution<double> u(-3, 3);
+    double center = 0;
+    x.fill([&](int64_t r, int64_t c) {
+      if (c == 0) center = d.center + u(rng) * d.scale;
+      return cheap_normal(rng, center, d.scale) + (c == (r * 131) % cols ? 40 * d.scale : 0.0);
+    });
+    OpArgs a;
+    a.mean = has_mean(op) ? mean.dev_f32() : nullptr;
+    a.rstd = has_rstd(op) ? rstd.dev_f32() : nullptr;
+    ASSERT_EQ(run_op(ctx, op, x.dev_rows(), y.dev_rows(), a), ONORM_OK) << onorm_last_error();
+    ASSERT_EQ(onorm_synchronize(ctx), ONORM_OK) << onorm_last_error();
+    y.download();
+    mean.download();
+    rstd.download();
+    EXPECT_TRUE(y.all_written("y"));
+    EXPECT_TRUE(y.outside_untouched("y"));
+    for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{263}, int64_t{264}, int64_t{1055}, int64_t{1056}, rows - 2, rows - 1}) {
+      Tensor xs(ctx, in, 1, cols), ys(ctx, in, 1, cols), ms(ctx, ONORM_F32, 1, 1), rs(ctx, ONORM_F32, 1, 1);
+      std::memcpy(xs.host(), static_cast<const char*>(x.host()) + x.index(r, 0) * esize(in), cols * esize(in));
+      xs.upload();
+      OpArgs b;
+      b.mean = has_mean(op) ? ms.dev_f32() : nullptr;
+      b.rstd = has_rstd(op) ? rs.dev_f32() : nullptr;
+      ASSERT_EQ(run_op(ctx, op, xs.dev_rows(), ys.dev_rows(), b), ONORM_OK) << onorm_last_error();
+      ASSERT_EQ(onorm_synchronize(ctx), ONORM_OK) << onorm_last_error();
+      ys.download();
+      ms.download();
+      rs.download();
+      EXPECT_EQ(std::memcmp(ys.host(), static_cast<const char*>(y.host()) + y.index(r, 0) * esize(in), cols * esize(in)), 0)
+          << "y of row " << r << " of " << rows << " differs from the row alone";
+      if (has_mean(op)) EXPECT_EQ(std::memcmp(ms.host_f32(), mean.host_f32() + r, 4), 0) << "mean bits, row " << r;
+      if (has_rstd(op)) EXPECT_EQ(std::memcmp(rs.host_f32(), rstd.host_f32() + r, 4), 0) << "rstd bits, row " << r;
+    }
+    if (HasFailure()) return;
+  }
 }
 
 std::string name(const ::testing::TestParamInfo<Param>& info) {

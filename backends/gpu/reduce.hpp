@@ -33,7 +33,7 @@ struct AddOp {
   }
 };
 struct MaxOp {
-  ONORM_DEV float operator()(float a, float b) const { return core::nan_max(a, b); }
+  ONORM_DEV float operator()(float a, float b) const { return shim::nan_max(a, b); }
   ONORM_DEV double operator()(double a, double b) const { return core::nan_max(a, b); }
 };
 template <typename State>

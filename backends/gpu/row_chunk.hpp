@@ -73,7 +73,7 @@ struct ChunkStats {
 // Pass 1's fold of one element (kMax keeps NaN; kSum adds) and its identity.
 template <typename Op, typename T>
 ONORM_DEV T pass1_fold(T r, T x) {
-  if constexpr (kPass1Max<Op>) return core::nan_max(r, x);
+  if constexpr (kPass1Max<Op>) return MaxOp{}(r, x);
   else return r + x;
 }
 template <typename Op, typename T>
@@ -132,17 +132,26 @@ ONORM_DEV ChunkStats<typename R::Op> chunk_passes(float (&v)[R::Op::kInputs][ITE
   cs.n = n;
   cs.r1 = pass1<Op, ITEMS * VEC>(v[0], reduce);
   cs.p = Op::pivot(cs.r1, n);
+  if constexpr (Op::kPadWithPivot) {
+    // Padding takes the pivot, so that pass 2 adds nothing for it; only a thread whose items
+    // pass the row's end checks (a select per element cost full rows three instructions each).
+    if ((lane + (ITEMS - 1) * STRIDE) * VEC + VEC > n) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          if ((lane + i * STRIDE) * VEC + j >= n) v[0][i * VEC + j] = cs.p;
+    }
+  }
   sums_t<Op> acc;
 #pragma unroll
   for (int q = 0; q < Op::kSums; ++q) acc.v[q] = 0.0f;
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
-    const int c = (lane + i * STRIDE) * VEC;
 #pragma unroll
     for (int j = 0; j < VEC; ++j) {
       float x[NI];
       element_of(v, i * VEC + j, x);
-      if constexpr (Op::kPadWithPivot) x[0] = c + j < n ? x[0] : cs.p;  // padding adds nothing
       const float kept = Op::accumulate(m, acc.v, cs.p, x);
       if constexpr (Op::kKeepsLift) v[0][i * VEC + j] = kept;
     }

@@ -58,7 +58,7 @@ ONORM_DEV core::LogitStats<double> block_logit_stats(const In* x, int64_t cols, 
     load_items<In, ITEMS, BLOCK, VEC>(x + base, n, tid, v, aligned, Stats::pad(0));
     float r1 = core::neg_infinity<float>();
 #pragma unroll
-    for (int e = 0; e < E; ++e) r1 = core::nan_max(r1, v[e]);
+    for (int e = 0; e < E; ++e) r1 = shim::nan_max(r1, v[e]);
     const float p = Stats::pivot(r1, E);
     float d = 0.0f, sx = 0.0f;
 #pragma unroll

@@ -9,6 +9,8 @@
 //   ex2_approx(x)                   2^x, at most ~2 ulp relative error for results in the normal
 //                                   range; may flush subnormal results to 0; NaN -> NaN,
 //                                   -inf -> 0. (fast_exp() in math.hpp builds exp() on it.)
+//   nan_max(a, b)                   core::nan_max on floats (a NaN from either side kept; it may
+//                                   come back canonical), in as few instructions as the GPU has.
 //   f16_to_f32 / f32_to_f16_rn / bf16_to_f32 / f32_to_bf16_rn   on uint16_t bit patterns,
 //                                   round-to-nearest-even exactly as core/convert.hpp (NaN may be
 //                                   canonicalized: it stays NaN).
@@ -63,6 +65,7 @@ ONORM_DEV int64_t shfl_xor(int64_t v, int m, int w) {
   return static_cast<int64_t>(ONORM_HIP_SHFL_XOR(static_cast<long long>(v), m, w));
 }
 ONORM_DEV float ex2_approx(float x) { return exp2f(x); }
+ONORM_DEV float nan_max(float a, float b) { return core::nan_max(a, b); }
 ONORM_DEV float f16_to_f32(uint16_t h) { return core::f16_to_f32(h); }
 ONORM_DEV uint16_t f32_to_f16_rn(float f) { return core::f32_to_f16(f); }
 ONORM_DEV float bf16_to_f32(uint16_t h) { return core::bf16_to_f32(h); }
@@ -108,6 +111,16 @@ ONORM_DEV float ex2_approx(float x) {
   float r;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
+}
+// max.NaN.f32 (sm_80+): one instruction where core::nan_max takes three.
+ONORM_DEV float nan_max(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return core::nan_max(a, b);
+#endif
 }
 // cvt.f32.f16 is exact; cvt.rn.f16.f32 / cvt.rn.bf16.f32 round to nearest even, overflow to
 // inf, keep subnormals; NaN becomes the canonical NaN.

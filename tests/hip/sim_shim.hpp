@@ -41,6 +41,7 @@ ONORM_DEV int64_t shfl_xor(int64_t v, int m, int w) {
   return ::onorm_sim::shfl_xor_sync(full_warp_mask(), v, m, w);
 }
 ONORM_DEV float ex2_approx(float x) { return ::exp2f(x); }
+ONORM_DEV float nan_max(float a, float b) { return core::nan_max(a, b); }
 ONORM_DEV float f16_to_f32(uint16_t h) { return core::f16_to_f32(h); }
 ONORM_DEV uint16_t f32_to_f16_rn(float f) { return core::f32_to_f16(f); }
 ONORM_DEV float bf16_to_f32(uint16_t h) { return core::bf16_to_f32(h); }

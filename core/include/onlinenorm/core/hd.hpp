@@ -32,12 +32,12 @@ ONORM_HD_INLINE bool is_nan(T x) { return x != x; }
 template <typename T>
 ONORM_HD_INLINE T neg_infinity() { return -static_cast<T>(HUGE_VAL); }
 
-// max() that keeps a NaN from either side: fmax and a plain comparison both drop it.
+// max() that keeps a NaN from either side: fmax and a plain comparison both drop it. One
+// select, no branch (a NaN a: a; a NaN b: b; else the larger): the GPU's max pass runs it per
+// element, where two early returns compiled to nine instructions and a branch each.
 template <typename T>
 ONORM_HD_INLINE T nan_max(T a, T b) {
-  if (is_nan(a)) return a;
-  if (is_nan(b)) return b;
-  return a > b ? a : b;
+  return (a > b || is_nan(a)) ? a : b;
 }
 
 }  // namespace core
