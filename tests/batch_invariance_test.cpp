@@ -173,28 +173,26 @@ TEST_P(BatchInvariance, RowAloneEqualsRowInLargeBatch) {
       if (c == 0) center = d.center + u(rng) * d.scale;
       return cheap_normal(rng, center, d.scale) + (c == (r * 131) % cols ? 40 * d.scale : 0.0);
     });
-    OpArgs a;
-    a.mean = has_mean(op) ? mean.dev_f32() : nullptr;
-    a.rstd = has_rstd(op) ? rstd.dev_f32() : nullptr;
-    ASSERT_EQ(run_op(ctx, op, x.dev_rows(), y.dev_rows(), a), ONORM_OK) << onorm_last_error();
-    ASSERT_EQ(onorm_synchronize(ctx), ONORM_OK) << onorm_last_error();
-    y.download();
-    mean.download();
-    rstd.download();
+    // Runs op from x into y (and the row statistics), downloads the outputs.
+    auto run = [&](const Tensor& xt, Tensor& yt, Tensor& mt, Tensor& rt) {
+      OpArgs a;
+      a.mean = has_mean(op) ? mt.dev_f32() : nullptr;
+      a.rstd = has_rstd(op) ? rt.dev_f32() : nullptr;
+      const onorm_status st = run_op(ctx, op, xt.dev_rows(), yt.dev_rows(), a);
+      if (st != ONORM_OK || onorm_synchronize(ctx) != ONORM_OK) return false;
+      yt.download();
+      mt.download();
+      rt.download();
+      return true;
+    };
+    ASSERT_TRUE(run(x, y, mean, rstd)) << onorm_last_error();
     EXPECT_TRUE(y.all_written("y"));
     EXPECT_TRUE(y.outside_untouched("y"));
     for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{263}, int64_t{264}, int64_t{1055}, int64_t{1056}, rows - 2, rows - 1}) {
       Tensor xs(ctx, in, 1, cols), ys(ctx, in, 1, cols), ms(ctx, ONORM_F32, 1, 1), rs(ctx, ONORM_F32, 1, 1);
       std::memcpy(xs.host(), static_cast<const char*>(x.host()) + x.index(r, 0) * esize(in), cols * esize(in));
       xs.upload();
-      OpArgs b;
-      b.mean = has_mean(op) ? ms.dev_f32() : nullptr;
-      b.rstd = has_rstd(op) ? rs.dev_f32() : nullptr;
-      ASSERT_EQ(run_op(ctx, op, xs.dev_rows(), ys.dev_rows(), b), ONORM_OK) << onorm_last_error();
-      ASSERT_EQ(onorm_synchronize(ctx), ONORM_OK) << onorm_last_error();
-      ys.download();
-      ms.download();
-      rs.download();
+      ASSERT_TRUE(run(xs, ys, ms, rs)) << onorm_last_error();
       EXPECT_EQ(std::memcmp(ys.host(), static_cast<const char*>(y.host()) + y.index(r, 0) * esize(in), cols * esize(in)), 0)
           << "y of row " << r << " of " << rows << " differs from the row alone";
       if (has_mean(op)) EXPECT_EQ(std::memcmp(ms.host_f32(), mean.host_f32() + r, 4), 0) << "mean bits, row " << r;
