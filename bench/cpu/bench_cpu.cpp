@@ -1,9 +1,9 @@
 // CPU benchmark of the row operators of the op list (core/ops/op_list.h) through the C ABI.
 //
 // Every case reads and writes 32 MB per row tensor of the op's signature (softmax: x read, y
-// written; softmax backward: y, dy read, dx written), all of one dtype; the version-2 cases
-// too: the norms' backward (x, dy read, dx written; gamma, dgamma, dbeta once) and the
-// quantized norms (x read, one-byte codes and the row scales written).
+// written; softmax backward: y, dy read, dx written), all of one dtype (f32, bf16; f16 for the
+// row operators); the version-2 cases too: the norms' backward (x, dy read, dx written; gamma,
+// dgamma, dbeta once) and the quantized norms (x read, one-byte codes and the row scales written).
 // Each iteration times the operator and then a memcpy of the same bytes (split over the same
 // number of OpenMP threads), interleaved, so that the ratio is taken under the same conditions
 // on a noisy machine. Where CMake found oneDNN, its softmax, log-softmax and LayerNorm run on the
@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "onlinenorm/core/convert.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
 #include "onlinenorm/onlinenorm.h"
 #if ONORM_BENCH_ONEDNN
@@ -46,17 +47,16 @@ struct Buffers {
   void* codes = nullptr;  // quantized y
   std::vector<float> mean, rstd, y_scale, dgamma, dbeta;
 };
-Buffers g_buf[2];  // [0]: f32, [1]: bf16
+Buffers g_buf[3];  // [0]: f32, [1]: bf16, [2]: f16
+
+int buf_index(onorm_dtype dt) { return dt == ONORM_F32 ? 0 : dt == ONORM_BF16 ? 1 : 2; }
+const char* dt_name(onorm_dtype dt) { return dt == ONORM_F32 ? "f32" : dt == ONORM_BF16 ? "bf16" : "f16"; }
 std::vector<float> g_scale_f32, g_shift_f32;  // gamma and beta in f32, as oneDNN takes them
 void* g_copy_src = nullptr;  // the memcpy of the same bytes: up to two row tensors' worth
 void* g_copy_dst = nullptr;
 
-uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
+// A float as the 16-bit dtype of buffer k (1: bf16, 2: f16), rounded to nearest even.
+uint16_t to_16(int k, float f) { return k == 1 ? onorm::core::f32_to_bf16(f) : onorm::core::f32_to_f16(f); }
 
 void* aligned_buffer(size_t bytes) {
   void* p = nullptr;
@@ -67,7 +67,7 @@ void* aligned_buffer(size_t bytes) {
 void init_buffers() {
   std::mt19937 gen(1234);
   std::normal_distribution<float> normal(0.f, 2.f);
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < 3; ++k) {
     Buffers& b = g_buf[k];
     b.x = aligned_buffer(kBytesPerSide);
     b.x2 = aligned_buffer(kBytesPerSide);
@@ -87,8 +87,8 @@ void init_buffers() {
         static_cast<float*>(b.x)[i] = v;
         static_cast<float*>(b.x2)[i] = v2;
       } else {
-        static_cast<uint16_t*>(b.x)[i] = to_bf16(v);
-        static_cast<uint16_t*>(b.x2)[i] = to_bf16(v2);
+        static_cast<uint16_t*>(b.x)[i] = to_16(k, v);
+        static_cast<uint16_t*>(b.x2)[i] = to_16(k, v2);
       }
     }
     const size_t max_cols = size_t(1) << 20;
@@ -100,8 +100,8 @@ void init_buffers() {
         static_cast<float*>(b.gamma)[i] = g;
         static_cast<float*>(b.beta)[i] = be;
       } else {
-        static_cast<uint16_t*>(b.gamma)[i] = to_bf16(g);
-        static_cast<uint16_t*>(b.beta)[i] = to_bf16(be);
+        static_cast<uint16_t*>(b.gamma)[i] = to_16(k, g);
+        static_cast<uint16_t*>(b.beta)[i] = to_16(k, be);
       }
     }
     b.mean.resize(kBytesPerSide / esz / 128 + 1);
@@ -216,7 +216,7 @@ bool run_op(onorm_op op, const onorm_rows& x, const onorm_rows& x2, const onorm_
 // onednn: time oneDNN's op instead of the library's (softmax, log-softmax, LayerNorm).
 void bench_case(benchmark::State& state, onorm_op op, V2 v2, onorm_dtype dt, int64_t cols, int threads,
                 bool onednn = false) {
-  Buffers& b = g_buf[dt == ONORM_F32 ? 0 : 1];
+  Buffers& b = g_buf[buf_index(dt)];
   const size_t esz = dt == ONORM_F32 ? 4 : 2;
   const int64_t rows = static_cast<int64_t>(kBytesPerSide / esz) / cols;
   const onorm_rows x{b.x, dt, rows, cols, cols};
@@ -300,10 +300,10 @@ int main(int argc, char** argv) {
   std::vector<int> thread_counts{1};
   if (all > 1) thread_counts.push_back(all);
   for (int op = 0; op < ONORM_OP_COUNT; ++op)
-    for (onorm_dtype dt : {ONORM_F32, ONORM_BF16})
+    for (onorm_dtype dt : {ONORM_F32, ONORM_BF16, ONORM_F16})
       for (int64_t w : widths)
         for (int t : thread_counts) {
-          const std::string name = std::string(onorm::core::ops::name(static_cast<onorm_op>(op))) + "/" + (dt == ONORM_F32 ? "f32" : "bf16") + "/" +
+          const std::string name = std::string(onorm::core::ops::name(static_cast<onorm_op>(op))) + "/" + dt_name(dt) + "/" +
                                    std::to_string(w) + "/threads:" + std::to_string(t);
           benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
             bench_case(s, static_cast<onorm_op>(op), V2::kNone, dt, w, t);
@@ -315,7 +315,7 @@ int main(int argc, char** argv) {
       for (int64_t w : widths)
         for (int t : thread_counts) {
           const std::string name = std::string("onednn:") + onorm::core::ops::name(op) + "/" +
-                                   (dt == ONORM_F32 ? "f32" : "bf16") + "/" + std::to_string(w) +
+                                   dt_name(dt) + "/" + std::to_string(w) +
                                    "/threads:" + std::to_string(t);
           benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
             bench_case(s, op, V2::kNone, dt, w, t, true);
@@ -327,7 +327,7 @@ int main(int argc, char** argv) {
     for (onorm_dtype dt : {ONORM_F32, ONORM_BF16})
       for (int64_t w : widths)
         for (int t : thread_counts) {
-          const std::string name = std::string(v2_name(c)) + "/" + (dt == ONORM_F32 ? "f32" : "bf16") + "/" +
+          const std::string name = std::string(v2_name(c)) + "/" + dt_name(dt) + "/" +
                                    std::to_string(w) + "/threads:" + std::to_string(t);
           benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
             bench_case(s, ONORM_OP_SOFTMAX, c, dt, w, t);
