@@ -280,6 +280,19 @@ TEST(Algebra, NanMaxKeepsNaN) {
   EXPECT_TRUE(std::isnan(nan_max(-HUGE_VALF, NAN)));
   EXPECT_EQ(nan_max(-HUGE_VALF, -HUGE_VALF), -HUGE_VALF);
   EXPECT_EQ(nan_max(2.0, 3.0), 3.0);
+  EXPECT_EQ(nan_max(3.0f, 2.0f), 3.0f);
+  EXPECT_EQ(nan_max(-HUGE_VALF, 5.0f), 5.0f);
+  EXPECT_EQ(nan_max(HUGE_VALF, 5.0f), HUGE_VALF);
+  EXPECT_TRUE(std::isnan(nan_max(NAN, NAN)));
+  EXPECT_TRUE(std::isnan(nan_max(NAN, HUGE_VALF)));
+  EXPECT_TRUE(std::isnan(nan_max(HUGE_VALF, NAN)));
+  // A fold keeps a NaN met anywhere, and the largest value where there is none.
+  float r = -HUGE_VALF;
+  for (float v : {1.0f, NAN, 7.0f, -3.0f}) r = nan_max(r, v);
+  EXPECT_TRUE(std::isnan(r));
+  r = -HUGE_VALF;
+  for (float v : {1.0f, 9.0f, 7.0f, -3.0f}) r = nan_max(r, v);
+  EXPECT_EQ(r, 9.0f);
 }
 
 // Values near FLT_MAX: the combine rescales by exp(m_a - m) and never forms a sum of them.
