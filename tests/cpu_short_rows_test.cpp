@@ -1,5 +1,5 @@
 // Short rows on the CPU, which runs some of them in groups of four (16-bit rows and f32
-// LayerNorm rows up to 512 columns: backends/cpu/row_drivers-inl.h, RowGroup): row counts that
+// LayerNorm rows up to 1024 columns: backends/cpu/row_drivers-inl.h, RowGroup): row counts that
 // are and are not a multiple of four, strided and element-misaligned rows, gamma/beta and the
 // statistics outputs, special rows (NaN, +inf, all -inf, a large offset, values near the
 // format's largest) among ordinary ones. Every batch is checked against the float64
@@ -48,7 +48,7 @@ TEST_P(CpuShortRows, GroupedRowsMatchReferenceAndTheRowAlone) {
   if (!contract_supports(ONORM_BACKEND_CPU, dt)) GTEST_SKIP();
   ONORM_SEEDED_RNG(rng);
   const size_t es = esize(dt);
-  for (int64_t cols : {1, 3, 17, 128, 129, 512, 513}) {
+  for (int64_t cols : {1, 3, 17, 128, 129, 512, 513, 1000, 1024, 1025}) {
     for (int64_t rows : {1, 3, 4, 5, 7, 8, 9, 13}) {
       Layout L;
       L.x_pad = 3;

@@ -33,10 +33,10 @@ constexpr int64_t kMaxScratchChunks = kScratchCols / kChunk;
 // (row_drivers-inl.h, RowGroup): a short row's scalar work is a chain of dependent steps, and
 // the chains of a group overlap. Only where that chain is long: the 16-bit conversions, and
 // LayerNorm's double statistics (two divisions and a square root); the other f32 rows of that
-// length run near memory speed already and lose to the grouping. Only short rows (longer rows'
-// groups outgrow L1). Measured in bench/RESULTS.md.
+// length run near memory speed already and lose to the grouping. Only rows up to 1024 columns
+// (at 4096 a group and its kept lift outgrow L1). Measured in bench/RESULTS.md.
 constexpr int64_t kRowGroup = 4;
-constexpr int64_t kRowGroupCols = 512;
+constexpr int64_t kRowGroupCols = 1024;
 inline bool row_groups(const onorm_request& q) {
   if (q.in[0].cols > kRowGroupCols) return false;
   return q.in[0].dtype == ONORM_BF16 || q.in[0].dtype == ONORM_F16 || q.op == ONORM_OP_LAYER_NORM;
