@@ -285,6 +285,32 @@ TEST_P(NormArgs, OptionsInsideTheRows) {
   }
 }
 
+// gamma and beta given or not (every combination), of x's dtype and of another with a
+// weight_offset, at widths whose threads hold whole items (the GPUs load the column vectors a
+// window of items at a time there) and widths that cut them.
+TEST_P(NormArgs, EveryCombinationOfColumnVectors) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  for (int64_t cols : {64, 1000, 1024, 4096, 6144, 16384, 16385, 40000})
+    for (onorm_dtype xt : {ONORM_F32, ONORM_BF16, ONORM_F16}) {
+      if (!contract_supports(GetParam(), xt)) continue;
+      for (int given = 0; given < 6; ++given)
+        for (bool other_params : {false, true}) {
+          Problem p;
+          p.layer = given < 4;
+          p.gamma = given % 2 == 0;
+          p.beta = p.layer && given < 2;
+          p.cols = cols;
+          p.rows = 5;
+          p.xt = p.yt = xt;
+          p.pt = other_params ? (xt == ONORM_F32 ? ONORM_BF16 : ONORM_F32) : xt;
+          p.offset = other_params ? 1.0 : 0.0;
+          run_and_check(ctx, p, rng);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+    }
+}
+
 // Quantized LayerNorm of rows far from zero (|mean| rstd up to 10^6): the codes are the
 // reference's or a neighbour only if the finish keeps the mean's digits beyond float's
 // (core/norm_stats.hpp); every placement (register rows, clusters, around the plan: an f32 y

@@ -101,23 +101,54 @@ ONORM_DEV void store_vec(Out* p, const float* v) {
   }
 }
 
-// Loads N consecutive elements of T as floats: whole 16-byte vectors, or one 8-byte access
-// (four 16-bit elements: a second input of another dtype than the first, whose vectors set N).
-// p is aligned to min(16, N * sizeof(T)) bytes.
+// The raw 32-bit words of N consecutive elements of T, loaded now and converted later
+// (unpack_n), so that several loads are in flight before the first is used.
+template <typename T, int N>
+struct RawN {
+  static constexpr int kWords = N * static_cast<int>(sizeof(T)) / 4;
+  uint32_t w[kWords];
+};
+
+// Loads them as whole 16-byte vectors, or one 8-byte access (four 16-bit elements: a second
+// input or a column vector of another dtype than the rows, whose vectors set N). p is aligned
+// to min(16, N * sizeof(T)) bytes.
+template <typename T, int N>
+ONORM_DEV void load_raw_n(const T* p, RawN<T, N>& r) {
+  constexpr int kWords = RawN<T, N>::kWords;
+  if constexpr (kWords % 4 == 0) {
+#pragma unroll
+    for (int q = 0; q < kWords / 4; ++q) {
+      const shim::Vec16 v = reinterpret_cast<const shim::Vec16*>(p)[q];
+      r.w[4 * q] = v.x; r.w[4 * q + 1] = v.y; r.w[4 * q + 2] = v.z; r.w[4 * q + 3] = v.w;
+    }
+  } else {
+    static_assert(kWords == 2, "an 8-byte access of four 16-bit elements");
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    r.w[0] = v.x; r.w[1] = v.y;
+  }
+}
+
+// The N floats of raw words (little-endian: the lower half of a word is the first element).
+template <typename T, int N>
+ONORM_DEV void unpack_n(const RawN<T, N>& r, float* o) {
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) o[i] = core::float_of(r.w[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      o[2 * i] = io<T>::cvt(static_cast<uint16_t>(r.w[i] & 0xffffu));
+      o[2 * i + 1] = io<T>::cvt(static_cast<uint16_t>(r.w[i] >> 16));
+    }
+  }
+}
+
+// Loads N consecutive elements of T as floats (load_raw_n's alignment).
 template <typename T, int N>
 ONORM_DEV void load_n(const T* p, float* o) {
-  constexpr int kV = io<T>::kVec;
-  if constexpr (N % kV == 0) {
-#pragma unroll
-    for (int q = 0; q < N / kV; ++q) io<T>::load_vec(p + q * kV, o + q * kV);
-  } else {
-    static_assert(N * sizeof(T) == 8, "an 8-byte access of four 16-bit elements");
-    const uint2 w = *reinterpret_cast<const uint2*>(p);
-    o[0] = io<T>::cvt(static_cast<uint16_t>(w.x & 0xffffu));
-    o[1] = io<T>::cvt(static_cast<uint16_t>(w.x >> 16));
-    o[2] = io<T>::cvt(static_cast<uint16_t>(w.y & 0xffffu));
-    o[3] = io<T>::cvt(static_cast<uint16_t>(w.y >> 16));
-  }
+  RawN<T, N> r;
+  load_raw_n<T, N>(p, r);
+  unpack_n<T, N>(r, o);
 }
 
 // Loads the VEC elements of item c of p[0, n) (out-of-range elements: pad); a 16-byte vector

@@ -40,8 +40,11 @@
 // threads per row, so that a thread's fixed work (the block reductions, the coefficients, the
 // column vectors' addresses) is spread over four times the elements; tried first from
 // kDenseMinCols (row_plan.hpp). Measured on an H100 (bench/RESULTS.md, issue 11): faster for
-// every op at 8192-16384 columns and for LayerNorm from 4096; slower for the others below.
+// every op at 8192-16384 columns and for LayerNorm from 4096; slower for the others below. On an
+// H200, with the column vectors' loads batched, LayerNorm from 1024 (groups of 16 and 32 lanes).
 #define ONORM_GPU_W32_DENSE_SHAPES_VEC8(TRY) \
+  TRY(16, 8, 256)    /* 1024 */            \
+  TRY(32, 8, 256)    /* 2048 */            \
   TRY(64, 8, 64)     /* 4096 */            \
   TRY(96, 8, 96)     /* 6144 */            \
   TRY(128, 8, 128)   /* 8192 */            \

@@ -192,35 +192,143 @@ ONORM_DEV void load_col_items(const RowArgs& a, int q, int64_t col0, int n, int 
   }
 }
 
+// The finish of item i's VEC values with the coefficients and the item's column values cv
+// (Op::finish, or finish_kept on pass 2's kept values), into v[0].
+template <typename R, int NC, int E>
+ONORM_DEV void finish_item(float (&v)[R::Op::kInputs][E], int i, const coefs_t<typename R::Op>& cf,
+                           const float (&cv)[NC][R::kVec]) {
+  using Op = typename R::Op;
+  constexpr int VEC = R::kVec, NI = Op::kInputs;
+  const GpuMath m;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) {
+    float cols[NC];
+#pragma unroll
+    for (int q = 0; q < NC; ++q) cols[q] = Op::kCols > 0 ? cv[q][j] : 0.0f;
+    if constexpr (Op::kKeepsLift) {
+      v[0][i * VEC + j] = Op::finish_kept(m, cf, v[0][i * VEC + j], cols);
+    } else {
+      float x[NI];
+      element_of(v, i * VEC + j, x);
+      v[0][i * VEC + j] = Op::finish(m, cf, x, cols);
+    }
+  }
+}
+
+// Items per window of the column vectors' loads: the raw words of a window's items take at
+// most half as many registers as the thread's values (ptxas places the loads within it, under
+// the kernel's register cap).
+template <typename R, typename Col>
+constexpr int col_window(int items) {
+  constexpr int kWordsPerItem = (R::Op::kCols > 0 ? R::Op::kCols : 1) * RawN<Col, R::kVec>::kWords;
+  int g = 1;
+  while (g * 2 <= items && g * 2 * kWordsPerItem <= items * R::kVec / 2) g *= 2;
+  return g;
+}
+
+// The finish of a thread's items where the column vectors are aligned: the loads of a window
+// of whole items (col_window) are issued before any is used; an item the row's end cuts takes
+// its elements one at a time, items past it nothing. kPresent: bit q set where column vector q
+// was given (the others take Op::col_default, a constant).
+template <unsigned kPresent, bool kAllWhole, typename R, int ITEMS, int STRIDE, typename Col, bool kOffset>
+ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int lane,
+                                    float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& cf,
+                                    float offset) {
+  using Op = typename R::Op;
+  constexpr int VEC = R::kVec, NC = Op::kCols;
+  constexpr int G = col_window<R, Col>(ITEMS);
+#pragma unroll
+  for (int i0 = 0; i0 < ITEMS; i0 += G) {
+    RawN<Col, VEC> raw[NC][G];
+#pragma unroll
+    for (int q = 0; q < NC; ++q) {
+      if (kPresent >> q & 1u) {
+        const auto* col = static_cast<const Col*>(a.col[q]) + col0;
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          const int c = (lane + (i0 + g) * STRIDE) * VEC;
+          if (kAllWhole || c + VEC <= n) load_raw_n<Col, VEC>(col + c, raw[q][g]);
+        }
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const int c = (lane + (i0 + g) * STRIDE) * VEC;
+      if (!kAllWhole && c + VEC > n) continue;
+      float cv[NC][VEC];
+#pragma unroll
+      for (int q = 0; q < NC; ++q) {
+        if (kPresent >> q & 1u) {
+          unpack_n<Col, VEC>(raw[q][g], cv[q]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) cv[q][j] = Op::col_default(q);
+        }
+        if (kOffset && q == 0) {
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) cv[q][j] += offset;
+        }
+      }
+      finish_item<R, NC>(v, i0 + g, cf, cv);
+    }
+  }
+  if constexpr (!kAllWhole) {
+    // The item the row's end cuts (one thread's, at most one).
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      const int c = (lane + i * STRIDE) * VEC;
+      if (c < n && c + VEC > n) {
+        float cv[NC][VEC];
+#pragma unroll
+        for (int q = 0; q < NC; ++q) load_col<R, VEC, Col, kOffset>(a, q, col0, c, n, cv[q], offset);
+        finish_item<R, NC>(v, i, cf, cv);
+      }
+    }
+  }
+}
+
 // The finish of a thread's items with the chunk's coefficients (Op::finish, or finish_kept
 // on pass 2's kept values), into v[0].
 // Col, kOffset, offset: the column vectors' element type and column 0's offset (load_col).
-template <typename R, int ITEMS, int STRIDE, typename Col = typename R::In, bool kOffset = false>
+// Aligned column vectors, all given (or only the first, for a thread whose items are whole):
+// finish_aligned_items (a branch around each item's load and its use made every load wait for
+// the one before: LayerNorm, two waits an item). Else item by item. kCut: threads whose items
+// the row's end cuts take finish_aligned_items too (slices under a cap of 64 registers, of which
+// only a row's last is cut, spilled several hundred bytes more with it: item by item there).
+template <typename R, int ITEMS, int STRIDE, typename Col = typename R::In, bool kOffset = false, bool kCut = true>
 ONORM_DEV void finish_items(const RowArgs& a, int64_t col0, int n, int lane,
                             float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& cf,
                             float offset = 0.0f) {
   using Op = typename R::Op;
-  constexpr int VEC = R::kVec, NI = Op::kInputs, NC = Op::kCols > 0 ? Op::kCols : 1;
-  const GpuMath m;
+  constexpr int VEC = R::kVec, NC = Op::kCols > 0 ? Op::kCols : 1;
+  if constexpr (Op::kCols > 0) {
+    if (a.col_vec != 0) {
+      constexpr unsigned kAll = (1u << Op::kCols) - 1u;
+      unsigned present = 0;
+#pragma unroll
+      for (int q = 0; q < Op::kCols; ++q) present |= a.col[q] ? 1u << q : 0u;
+      const bool whole = (lane + (ITEMS - 1) * STRIDE) * VEC + VEC <= n;
+      if (present == kAll && whole) {
+        finish_aligned_items<kAll, true, R, ITEMS, STRIDE, Col, kOffset>(a, col0, n, lane, v, cf, offset);
+        return;
+      }
+      if (kCut && present == kAll) {
+        finish_aligned_items<kAll, false, R, ITEMS, STRIDE, Col, kOffset>(a, col0, n, lane, v, cf, offset);
+        return;
+      }
+      if (Op::kCols > 1 && present == 1u && whole) {
+        finish_aligned_items<1u, true, R, ITEMS, STRIDE, Col, kOffset>(a, col0, n, lane, v, cf, offset);
+        return;
+      }
+    }
+  }
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     const int c = (lane + i * STRIDE) * VEC;
     float cv[NC][VEC];
 #pragma unroll
     for (int q = 0; q < Op::kCols; ++q) load_col<R, VEC, Col, kOffset>(a, q, col0, c, n, cv[q], offset);
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      float cols[NC];
-#pragma unroll
-      for (int q = 0; q < NC; ++q) cols[q] = Op::kCols > 0 ? cv[q][j] : 0.0f;
-      if constexpr (Op::kKeepsLift) {
-        v[0][i * VEC + j] = Op::finish_kept(m, cf, v[0][i * VEC + j], cols);
-      } else {
-        float x[NI];
-        element_of(v, i * VEC + j, x);
-        v[0][i * VEC + j] = Op::finish(m, cf, x, cols);
-      }
-    }
+    finish_item<R, NC>(v, i, cf, cv);
   }
 }
 

@@ -87,11 +87,12 @@ onorm_status launch_rows(const RowArgs& a0, L& l) {
 
 // The dense 16-bit shapes (register_shapes.hpp) take the rows of ops of one input without the
 // norms' options (the others measured slower with them) from kDenseMinCols<R> + 1 columns:
-// 4097, or 2049 for an op whose finish reads two column vectors (LayerNorm).
+// 4097, or 513 for an op whose finish reads two column vectors (LayerNorm; bench/RESULTS.md,
+// issue 11: +2 to +9 points at 1024 and 2048 on an H200).
 template <typename R>
 constexpr bool kDenseRows = R::kVec == 8 && R::Op::kInputs == 1 && !R::kOptions;
 template <typename R>
-constexpr int64_t kDenseMinCols = R::Op::kCols >= 2 ? 2048 : 4096;
+constexpr int64_t kDenseMinCols = R::Op::kCols >= 2 ? 512 : 4096;
 
 // The longest row the register placement holds for R on this device.
 template <typename R>
@@ -101,12 +102,13 @@ int64_t register_max_cols(const PlanCaps& caps) {
   return R::Op::kPass1 == core::ops::Pass1::kNone ? caps.reg_max_cols_16_one_pass : caps.reg_max_cols_16;
 }
 
+// max_cols: the longest row taken (-1: register_max_cols).
 template <typename R, int W, typename L>
-bool place_registers(const RowArgs& a, L& l, onorm_status& status) {
+bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_cols = -1) {
   constexpr int V = R::kVec;
   const PlanCaps& caps = l.caps();
   const int64_t c = a.cols;
-  if (c > register_max_cols<R>(caps)) return false;
+  if (c > (max_cols < 0 ? register_max_cols<R>(caps) : max_cols)) return false;
 #define ONORM_GPU_TRY_SHAPE(TPR, ITEMS, BLOCK)                  \
   if (c <= int64_t(TPR) * ITEMS * V) {                          \
     status = launch_rows<R, W, TPR, ITEMS, BLOCK>(a, l);        \
@@ -209,7 +211,8 @@ bool place_cluster(const RowArgs& a, L& l, onorm_status& status, int64_t min_col
     if (!caps.cluster || a.cols < min_cols) return false;
     for (int tier = std::min(caps.cluster_min_tier, T::kCount - 1); tier < T::kCount; ++tier) {
       const int64_t K = (a.cols + T::cols(tier) - 1) / T::cols(tier);
-      if (K > caps.cluster_max) continue;
+      // A cluster of one block may not use distributed shared memory (compute-sanitizer).
+      if (K < 2 || K > caps.cluster_max) continue;
       if (tier == 0 ? cluster_tier<R, W, 0>(a, int(K), l, status) : cluster_tier<R, W, T::kCount - 1>(a, int(K), l, status))
         return true;
     }
@@ -367,11 +370,13 @@ onorm_status plan_rows(const RowArgs& a, L& l, const Columns& cols = Columns{}) 
 
 // The norms with their options inside the row kernels (RowArgs::opt; norm_options.hpp): the
 // placements that hold a row in registers only, a cluster from the first width the registers
-// do not hold. false: neither takes the row.
+// do not hold; rows that one block of the smallest cluster slice holds stay register rows.
+// false: neither takes the row.
 template <typename R, int W, typename L>
 bool place_with_options(const RowArgs& a, L& l, onorm_status& status) {
-  const int64_t min_cols = std::min(cluster_min_cols<R>(l.caps()), register_max_cols<R>(l.caps()) + 1);
-  return place_cluster<R, W>(a, l, status, min_cols) || place_registers<R, W>(a, l, status);
+  const int64_t reg_cols = std::max(register_max_cols<R>(l.caps()), L::kClusters ? ClusterTiers::cols(0) : int64_t(0));
+  const int64_t min_cols = std::min(cluster_min_cols<R>(l.caps()), reg_cols + 1);
+  return place_cluster<R, W>(a, l, status, min_cols) || place_registers<R, W>(a, l, status, reg_cols);
 }
 
 // The columns of a request: the version-1 ones, or param_dtype's with weight_offset.

@@ -17,15 +17,20 @@ namespace gpu {
 // threads in blocks of 128) get 40 registers where one or two vectors per thread without
 // column vectors fit them, 64 for up to 16 floats per thread, 80 for up to 32, 128 for the
 // dense 16-bit shapes (64 elements) and two inputs of eight vectors; blocks of 512 threads 64
-// for up to 16 floats per thread, else 128.
+// for up to 16 floats per thread, else 128. The norms' caps keep the blocks per SM their rows
+// had before the column vectors' loads were batched (finish_aligned_items), which took what the
+// cap left: 40 registers up to 8 floats, 48 (RMSNorm) or 64 (LayerNorm) up to 16 (without the
+// options: theirs spill there), and two blocks of 384 threads up to 32.
 template <typename R, int ITEMS, int BLOCK>
 constexpr int rows_min_blocks() {
   constexpr int kFloats = R::Op::kInputs * ITEMS * R::kVec;
-  if constexpr (BLOCK > 256) return kFloats > 16 ? 1 : 2;
+  constexpr bool kNorm = R::Op::kInputs == 1 && R::Op::kCols > 0;
+  if constexpr (BLOCK > 256) return kFloats <= 16 || (kNorm && BLOCK == 384 && kFloats <= 32) ? 2 : 1;
   if constexpr (ITEMS * R::kVec > 32) return 2 * (256 / BLOCK);
   // Two inputs of eight vectors a thread (f32 rows of 513-1024 columns of the backward passes)
   // spilled about 170 bytes at 80 registers: 128.
   if constexpr (R::Op::kInputs > 1 && ITEMS >= 8) return 2 * (256 / BLOCK);
+  if constexpr (kNorm && !R::kOptions && kFloats <= 16) return (kFloats <= 8 ? 6 : R::Op::kCols >= 2 ? 4 : 5) * (256 / BLOCK);
   return (R::Op::kCols == 0 && ITEMS <= 2 && kFloats <= 16 ? 6 : R::Op::kCols == 0 && kFloats <= 16 ? 4 : 3) *
          (256 / BLOCK);
 }

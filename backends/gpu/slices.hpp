@@ -28,7 +28,7 @@ ONORM_DEV void slice_finish_values(const RowArgs& a, int64_t row, int64_t col0, 
   using Op = typename R::Op;
   if (first && lane == 0) Op::write_row_outputs(row_cf, a.row_out, row);
   const coefs_t<Op> cf = Op::chunk_coefs(row_cf, cs.template state<float>());
-  finish_items<R, ITEMS, BLOCK, Col, kOffset>(a, col0, n, lane, v, cf, offset);
+  finish_items<R, ITEMS, BLOCK, Col, kOffset, false>(a, col0, n, lane, v, cf, offset);
 }
 
 // The same, then the slice's stores.
