@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/op_case.hpp"
+#include "reference.hpp"
 
 namespace onorm_test {
 namespace {
@@ -92,6 +93,58 @@ void check_target(const std::string& target) {
     auto masked = [](int64_t r, int64_t c) { return r == 0 ? -HUGE_VAL : r == 1 && c == 5 ? std::nan("") : 0.01 * c; };
     Layout L;
     EXPECT_TRUE(run_checked(ctx, c.op, c.in, c.out, 3, 1031, L, rng, masked));
+  }
+}
+
+// The norms' residual add on this target: h = round(x + residual) into residual_out (the
+// reference checks it bit for bit) and RMSNorm of h, in every dtype the add vectorizes, at
+// widths below a vector, with a tail, and whole vectors.
+void check_residual(const std::string& target) {
+  SCOPED_TRACE("ONLINENORM_CPU_TARGET=" + target);
+  EnvTarget env(target);
+  ONORM_OPEN_OR_SKIP(ctx, ONORM_BACKEND_CPU);
+  ONORM_SEEDED_RNG(rng);
+  for (onorm_dtype dt : {ONORM_F32, ONORM_BF16, ONORM_F16})
+    for (int64_t cols : {1, 7, 33, 1025, 4096}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " x " + std::to_string(cols));
+      const int64_t rows = 3;
+      Tensor x(ctx, dt, rows, cols, cols + 1), r(ctx, dt, rows, cols, cols + 3), h(ctx, dt, rows, cols, cols + 2),
+          y(ctx, dt, rows, cols, cols + 1), g(ctx, dt, 1, cols);
+      x.fill([&](int64_t, int64_t) { return cheap_normal(rng, 2.0, 3.0); });
+      r.fill([&](int64_t, int64_t) { return cheap_normal(rng, -2.0, 1.0); });
+      g.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
+      const onorm_rows xr = x.dev_rows(), rr = r.dev_rows(), hr = h.dev_rows(), yr = y.dev_rows();
+      onorm_norm_args a;
+      onorm_norm_args_init(&a, ONORM_RMS_NORM);
+      a.gamma = g.dev();
+      a.param_dtype = dt;
+      a.residual = &rr;
+      a.residual_out = &hr;
+      ASSERT_EQ(onorm_norm(ctx, &xr, &a, &yr), ONORM_OK) << onorm_last_error();
+      y.download();
+      h.download();
+      onorm_ref::NormSpec spec;
+      spec.layer = false;
+      spec.x = x.host_rows();
+      const onorm_rows r_host = r.host_rows();
+      spec.residual = &r_host;
+      spec.gamma = g.host();
+      spec.param_dtype = dt;
+      spec.eps = a.eps;
+      spec.h_dtype = dt;
+      const onorm_rows h_host = h.host_rows();
+      const onorm_ref::Report rep = onorm_ref::check_norm(spec, onorm_ref::compute_norm(spec), y.host_rows(), nullptr,
+                                                          0.0, nullptr, nullptr, &h_host);
+      EXPECT_TRUE(rep.ok()) << rep.describe();
+      EXPECT_TRUE(h.outside_untouched("residual_out"));
+      if (::testing::Test::HasFailure()) return;
+    }
+}
+
+TEST(CpuTargets, ResidualAddOnEveryTarget) {
+  for (const std::string& t : targets()) {
+    check_residual(t);
+    if (HasFailure()) return;
   }
 }
 

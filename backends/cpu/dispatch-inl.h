@@ -14,6 +14,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "quantize_simd-inl.h"
+#include "residual_add-inl.h"
 #include "row_drivers-inl.h"
 #include "scalar_rows.hpp"
 
@@ -70,6 +71,23 @@ void QuantizeRows(const onorm_request& q, int64_t r0, int64_t n, float* v) {
   for (int64_t i = 0; i < n; ++i)
     QuantizeRow(e4m3, q.y_scale ? q.y_scale + r0 + i : nullptr, q.y_static_scale, v + i * cols,
                 static_cast<size_t>(cols), const_cast<void*>(row_of(q.out[0], r0 + i)));
+}
+
+// The norms' residual add: rows [r0, r0 + n) of x and res into rows [h0, h0 + n) of h, all of
+// x's dtype; false where this target does not vectorize it.
+bool AddRows(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0, int64_t n) {
+  bool done = false;
+  WithSimdType(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    WithStoreType<T>([&](auto store) {
+      using S = typename decltype(store)::type;
+      for (int64_t i = 0; i < n; ++i)
+        AddRow<T, S>(static_cast<const T*>(row_of(x, r0 + i)), static_cast<const T*>(row_of(res, r0 + i)),
+                     static_cast<S*>(const_cast<void*>(row_of(h, h0 + i))), static_cast<size_t>(x.cols));
+    });
+    done = true;
+  });
+  return done;
 }
 
 // The state depends on the input type only.

@@ -125,7 +125,9 @@ void init_buffers() {
 }
 
 // The version-2 cases (not ops of the row-op list).
-enum class V2 { kNone, kLayerNormBackward, kRmsNormBackward, kRmsNormFp8, kRmsNormI8, kLayerNormFp8, kLayerNormI8 };
+enum class V2 {
+  kNone, kLayerNormBackward, kRmsNormBackward, kRmsNormFp8, kRmsNormI8, kLayerNormFp8, kLayerNormI8, kAddRmsNorm, kAddLayerNorm
+};
 const char* v2_name(V2 c) {
   switch (c) {
     case V2::kLayerNormBackward: return "layer_norm_backward";
@@ -134,17 +136,24 @@ const char* v2_name(V2 c) {
     case V2::kRmsNormI8: return "rms_norm_i8";
     case V2::kLayerNormFp8: return "layer_norm_fp8";
     case V2::kLayerNormI8: return "layer_norm_i8";
+    case V2::kAddRmsNorm: return "add_rms_norm";
+    case V2::kAddLayerNorm: return "add_layer_norm";
     default: return "";
   }
 }
 bool v2_backward(V2 c) { return c == V2::kLayerNormBackward || c == V2::kRmsNormBackward; }
-bool v2_layer(V2 c) { return c == V2::kLayerNormBackward || c == V2::kLayerNormFp8 || c == V2::kLayerNormI8; }
+bool v2_layer(V2 c) {
+  return c == V2::kLayerNormBackward || c == V2::kLayerNormFp8 || c == V2::kLayerNormI8 || c == V2::kAddLayerNorm;
+}
+// The residual add fused: x and residual read, y and residual_out written, in x's dtype.
+bool v2_residual(V2 c) { return c == V2::kAddRmsNorm || c == V2::kAddLayerNorm; }
 
 // Bytes a version-2 case moves: every tensor read and written once, gamma (and beta) once.
 double v2_bytes(V2 c, int64_t rows, int64_t cols, size_t esz) {
   const double n = static_cast<double>(rows * cols), r = static_cast<double>(rows), k = static_cast<double>(cols);
   const int params = v2_layer(c) ? 2 : 1;
   if (v2_backward(c)) return 3 * n * esz + k * esz + params * k * 4 + params * r * 4;
+  if (v2_residual(c)) return 4 * n * esz + params * k * esz;
   return n * esz + n + k * esz * params + r * 4;
 }
 
@@ -162,6 +171,17 @@ void run_v2(V2 c, const onorm_rows& x, const onorm_rows& x2, const onorm_rows& y
     a.dgamma = b.dgamma.data();
     a.dbeta = v2_layer(c) ? b.dbeta.data() : nullptr;
     s = onorm_norm_backward(g_ctx, &x, &x2, &a, &y);
+  } else if (v2_residual(c)) {
+    const onorm_rows h{b.codes, dt, rows, x.cols, x.cols};  // codes: kBytesPerSide bytes
+    onorm_norm_args a;
+    onorm_norm_args_init(&a, kind);
+    a.gamma = b.gamma;
+    a.beta = v2_layer(c) ? b.beta : nullptr;
+    a.param_dtype = dt;
+    a.eps = 1e-5;
+    a.residual = &x2;
+    a.residual_out = &h;
+    s = onorm_norm(g_ctx, &x, &a, &y);
   } else {
     const bool fp8 = c == V2::kRmsNormFp8 || c == V2::kLayerNormFp8;
     const onorm_rows q{b.codes, fp8 ? ONORM_F8_E4M3 : ONORM_I8, rows, x.cols, x.cols};
@@ -323,7 +343,7 @@ int main(int argc, char** argv) {
         }
 #endif
   for (V2 c : {V2::kLayerNormBackward, V2::kRmsNormBackward, V2::kRmsNormFp8, V2::kRmsNormI8, V2::kLayerNormFp8,
-               V2::kLayerNormI8})
+               V2::kLayerNormI8, V2::kAddRmsNorm, V2::kAddLayerNorm})
     for (onorm_dtype dt : {ONORM_F32, ONORM_BF16})
       for (int64_t w : widths)
         for (int t : thread_counts) {

@@ -1,0 +1,40 @@
+// The norms' residual add in SIMD: h = round_T(x + residual) a vector at a time, one float add
+// rounded once to T (core::residual_add's float case, bit for bit), the bf16 rounding in the
+// CPU's instruction where it has one (WithStoreType). Per target (Highway's -inl.h pattern).
+
+// Per-target include guard (see hwy/examples/skeleton-inl.h).
+#if defined(ONORM_CPU_RESIDUAL_ADD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ONORM_CPU_RESIDUAL_ADD_INL_H_
+#undef ONORM_CPU_RESIDUAL_ADD_INL_H_
+#else
+#define ONORM_CPU_RESIDUAL_ADD_INL_H_
+#endif
+
+#include <cstddef>
+
+#include "hwy/highway.h"
+#include "simd_io-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace onorm {
+namespace cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// h[0, n) = round(x + r), elements of T stored as S (T's layout). Each vector of x and r is
+// loaded before its h is stored: h may be x or r.
+template <typename T, typename S>
+HWY_INLINE void AddRow(const T* x, const T* r, S* h, size_t n) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  size_t j = 0;
+  for (; j + L <= n; j += L) Io<S>::Store(d, hn::Add(Io<T>::Load(d, x + j), Io<T>::Load(d, r + j)), h + j);
+  if (j < n) StoreTail<S>(d, hn::Add(LoadTail<T>(d, x + j, n - j, 0.0f), LoadTail<T>(d, r + j, n - j, 0.0f)), h + j, n - j);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cpu
+}  // namespace onorm
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
