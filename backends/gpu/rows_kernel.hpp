@@ -20,11 +20,12 @@ namespace gpu {
 // for up to 16 floats per thread, else 128. The norms' caps keep the blocks per SM their rows
 // had before the column vectors' loads were batched (finish_aligned_items), which took what the
 // cap left: 40 registers up to 8 floats, 48 (RMSNorm) or 64 (LayerNorm) up to 16 (without the
-// options: theirs spill there), and two blocks of 384 threads up to 32.
+// options: theirs spill there), and two blocks of 384 threads up to 32 (NVIDIA only:
+// shim::kCudaRegisterCaps).
 template <typename R, int ITEMS, int BLOCK>
 constexpr int rows_min_blocks() {
   constexpr int kFloats = R::Op::kInputs * ITEMS * R::kVec;
-  constexpr bool kNorm = R::Op::kInputs == 1 && R::Op::kCols > 0;
+  constexpr bool kNorm = shim::kCudaRegisterCaps && R::Op::kInputs == 1 && R::Op::kCols > 0;
   if constexpr (BLOCK > 256) return kFloats <= 16 || (kNorm && BLOCK == 384 && kFloats <= 32) ? 2 : 1;
   if constexpr (ITEMS * R::kVec > 32) return 2 * (256 / BLOCK);
   // Two inputs of eight vectors a thread (f32 rows of 513-1024 columns of the backward passes)

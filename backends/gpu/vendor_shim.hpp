@@ -18,6 +18,10 @@
 //                                   core::quantize_e4m3, except that a NaN may lose its sign.
 //   load_acquire_u64(p), store_release_u64(p, v)   device-scope acquire load / release store.
 //   Vec16                           a 16-byte vector type for loads and stores (uint4).
+//   kCudaRegisterCaps               whether __launch_bounds__' minimum blocks is CUDA's register
+//                                   cap (AMD's compiler takes it as a waves-per-EU target, an
+//                                   error where it cannot meet it): the caps measured on NVIDIA
+//                                   apply only where it is.
 //   sync_threads()                  block barrier.
 //   ONORM_DYNAMIC_SMEM(name)        declares `unsigned char* name`-like access to the block's
 //                                   dynamic shared memory (16-byte aligned).
@@ -52,6 +56,7 @@ namespace onorm {
 namespace gpu {
 namespace shim {
 using Vec16 = uint4;
+constexpr bool kCudaRegisterCaps = false;
 // [hip session] ROCm 7 makes the *_sync forms the default, with 64-bit masks (the upper half
 // ignored on wave32); ROCm 5.2 (Debian, what this is compiled with) has only the unmasked forms.
 #if defined(HIP_VERSION_MAJOR) && HIP_VERSION_MAJOR >= 7
@@ -101,6 +106,7 @@ namespace onorm {
 namespace gpu {
 namespace shim {
 using Vec16 = uint4;
+constexpr bool kCudaRegisterCaps = true;
 ONORM_DEV float shfl_xor(float v, int m, int w) { return __shfl_xor_sync(0xffffffffu, v, m, w); }
 ONORM_DEV double shfl_xor(double v, int m, int w) { return __shfl_xor_sync(0xffffffffu, v, m, w); }
 ONORM_DEV int64_t shfl_xor(int64_t v, int m, int w) {

@@ -31,6 +31,7 @@ namespace gpu {
 namespace shim {
 
 using Vec16 = uint4;
+constexpr bool kCudaRegisterCaps = false;
 
 inline uint64_t full_warp_mask() {
   return ::onorm_sim::warp_size() >= 64 ? ~uint64_t(0) : (uint64_t(1) << ::onorm_sim::warp_size()) - 1;
