@@ -74,9 +74,8 @@ void QuantizeRows(const onorm_request& q, int64_t r0, int64_t n, float* v) {
 }
 
 // The norms' residual add: rows [r0, r0 + n) of x and res into rows [h0, h0 + n) of h, all of
-// x's dtype; false where this target does not vectorize it.
-bool AddRows(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0, int64_t n) {
-  bool done = false;
+// x's dtype (one SimdType takes: option_blocks_fit).
+void AddRows(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0, int64_t n) {
   WithSimdType(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     WithStoreType<T>([&](auto store) {
@@ -85,9 +84,7 @@ bool AddRows(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, in
         AddRow<T, S>(static_cast<const T*>(row_of(x, r0 + i)), static_cast<const T*>(row_of(res, r0 + i)),
                      static_cast<S*>(const_cast<void*>(row_of(h, h0 + i))), static_cast<size_t>(x.cols));
     });
-    done = true;
   });
-  return done;
 }
 
 // The state depends on the input type only.

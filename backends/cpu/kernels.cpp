@@ -30,9 +30,9 @@ void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, uns
 void simd_quantize_rows(size_t t, const onorm_request& q, int64_t r0, int64_t n, float* v) {
   HWY_DISPATCH_TABLE(QuantizeRows)[t](q, r0, n, v);
 }
-bool simd_add_rows(size_t t, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0,
+void simd_add_rows(size_t t, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0,
                    int64_t n) {
-  return HWY_DISPATCH_TABLE(AddRows)[t](x, res, h, r0, h0, n);
+  HWY_DISPATCH_TABLE(AddRows)[t](x, res, h, r0, h0, n);
 }
 bool simd_backward_supports(size_t t, const onorm_request& q) { return HWY_DISPATCH_TABLE(BackwardSupports)[t](q); }
 void simd_backward_rows(size_t t, const onorm_request& q, const BackwardCall& cols, int64_t r0, int64_t r1,

@@ -89,8 +89,8 @@ void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int6
 void simd_quantize_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t n, float* v);
 
 // The norms' residual add (residual_add-inl.h): rows [r0, r0 + n) of x and res into rows
-// [h0, h0 + n) of h, all of x's dtype; false where the target does not vectorize the dtype.
-bool simd_add_rows(size_t target_index, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0,
+// [h0, h0 + n) of h, all of x's dtype, one that simd_supports takes (option_blocks_fit).
+void simd_add_rows(size_t target_index, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0,
                    int64_t h0, int64_t n);
 
 // The norms' backward (a column op): whether the SIMD rows take q (x, dy, dx and dresidual of

@@ -1,10 +1,8 @@
 #include "option_blocks.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "kernels.hpp"
-#include "onlinenorm/core/element.hpp"
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
 
@@ -43,25 +41,6 @@ onorm_request norm_of_block(const onorm_request& q, const onorm_rows& h, int64_t
   p.y_scale = nullptr;
   p.y_static_scale = 0.0;
   return p;
-}
-
-// h = round_T(x + residual) for one row where the target does not vectorize T (simd_add_rows:
-// residual_add-inl.h): core::residual_add's float case (one float add, rounded once to T).
-// Element j of x and the residual is read before h_j is written: residual_out may be either.
-// Rows may start at any address (the API takes unaligned rows): elements move through memcpy.
-template <typename T>
-void add_row(const void* x, const void* r, void* h, int64_t n) {
-  using E = core::element<T>;
-  const char* xb = static_cast<const char*>(x);
-  const char* rb = static_cast<const char*>(r);
-  char* hb = static_cast<char*>(h);
-  for (int64_t j = 0; j < n; ++j) {
-    T a, b;
-    std::memcpy(&a, xb + j * static_cast<int64_t>(sizeof(T)), sizeof(T));
-    std::memcpy(&b, rb + j * static_cast<int64_t>(sizeof(T)), sizeof(T));
-    const T s = E::store(E::load(a) + E::load(b));
-    std::memcpy(hb + j * static_cast<int64_t>(sizeof(T)), &s, sizeof(T));
-  }
 }
 
 }  // namespace
@@ -109,13 +88,7 @@ void option_blocks_run(size_t target_index, const onorm_request& q, int64_t r0, 
         h = onorm_rows{scratch.h(), x.dtype, n, cols, cols};
         h0 = 0;
       }
-      if (!simd_add_rows(target_index, x, res, h, b0, h0, n)) {
-        with_dtype(x.dtype, [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          for (int64_t i = 0; i < n; ++i)
-            add_row<T>(row_of(x, b0 + i), row_of(res, b0 + i), const_cast<void*>(row_of(h, h0 + i)), cols);
-        });
-      }
+      simd_add_rows(target_index, x, res, h, b0, h0, n);
     }
     const onorm_request p = norm_of_block(q, rows_at(h, h0, n), b0, n, quantized ? scratch.y() : nullptr);
     simd_run_rows(target_index, p, 0, n, opts, nullptr);
