@@ -219,6 +219,44 @@ TEST_P(HardData, OffsetRstd19x5000) {
       return;
 }
 
+// Outliers every 256 columns on an offset: 1e4 + N(0,1) with 3e4 at every 256th column, so
+// that every outlier falls into one accumulator lane on every target, whose float sum of
+// squares then drops the low digits of the small terms added after them; beta cancels the
+// outliers' y (about 16 * gamma), so that an rstd a few ulps off shows. Four rows, one alone
+// where that takes the split path. (SCALAR's four chains summed 1008 small squares behind 16
+// outliers a chunk and missed the y bound by up to 4.6 times.)
+TEST_P(HardData, LayerNormPeriodicOutliersOnAnOffset) {
+  ONORM_OPEN_WHERE_OR_SKIP(ctx, std::get<0>(GetParam()));
+  ONORM_SEEDED_RNG(rng);
+  auto gen = [&](int64_t, int64_t c) { return c % 256 == 0 ? 3e4 : cheap_normal(rng, 1e4, 1.0); };
+  // xhat of an outlier: 2e4 (1 - p) / (2e4 sqrt(p (1 - p))), p = 1/256.
+  const double p = 1.0 / 256, xhat = (1 - p) / std::sqrt(p * (1 - p));
+  Layout L;
+  L.mean = L.rstd = L.gamma = L.beta = true;
+  std::vector<double> g;  // gamma's values, for beta
+  L.gamma_at = [&](int64_t, int64_t) {
+    g.push_back(cheap_normal(rng, 1.0, 0.5));
+    return g.back();
+  };
+  L.beta_at = [&](int64_t, int64_t c) {
+    return c % 256 == 0 ? -xhat * g[static_cast<size_t>(c)] + cheap_normal(rng, 0.0, 0.05) : cheap_normal(rng, 0.0, 1.0);
+  };
+  for (int64_t cols : widths(4097)) {
+    for (int64_t rows : {int64_t(4), int64_t(1)}) {
+      if (rows == 1 && cols < 16384) continue;
+      g.clear();
+      CaseOutput co;
+      const ::testing::AssertionResult r =
+          run_checked(ctx, Op::layer_norm, in(), ONORM_F32, rows, cols, L, rng, gen, &co);
+      EXPECT_TRUE(r);
+      if (!r) return;
+      const ::testing::AssertionResult s = stats_within_contract(Op::layer_norm, co);
+      EXPECT_TRUE(s) << describe(backend(), Op::layer_norm, in(), ONORM_F32, rows, cols);
+      if (!s) return;
+    }
+  }
+}
+
 // Constant rows at an offset: variance exactly 0, so rstd = 1/sqrt(eps) (a GPU gave 16 for
 // 1e6 + 0.125) and LayerNorm's y is beta. f16 cannot hold 1e6: 1000.125 (rounds to 1000).
 TEST_P(HardData, ConstantOffsetRows) {

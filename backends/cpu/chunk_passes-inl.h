@@ -109,7 +109,14 @@ HWY_INLINE void LoadInputsTail(DF d, const In* const* x, size_t i, size_t n, flo
     v[k] = LoadTail(d, x[k] + i, n, Op::kPadWithPivot && k == 0 ? pivot : Op::pad(k));
 }
 
-// Pass 2: the op's sums around the pivot in four accumulator chains; `kept` (n floats, or
+// Iterations of pass 2's chains between folds into the totals. A float sum that holds a large
+// term (the square of an outlier) drops the digits of each later small term below its ulp:
+// restarting the chains bounds the terms any one float sum takes to about kSumBlock plus the
+// folds (SCALAR: 32 + 32 a chunk rather than 1024), on every target alike.
+constexpr size_t kSumBlock = 32;
+
+// Pass 2: the op's sums around the pivot in four accumulator chains, folded into totals every
+// kSumBlock iterations; `kept` (n floats, or
 // nullptr) gets the lift the op returns. Ops with a pass 1 read the chunk from L1 here, and
 // prefetch the next chunk meanwhile.
 template <class Op, typename In>
@@ -124,25 +131,34 @@ HWY_INLINE void Pass2Of(DF d, const In* const* inputs, size_t n, float pivot, fl
   const size_t N = hn::Lanes(d);
   const VF p = hn::Set(d, pivot);
   pf = pf && Op::kPass1 != core::ops::Pass1::kNone;
-  VF a0[S], a1[S], a2[S], a3[S];
-  for (int s = 0; s < S; ++s) a0[s] = a1[s] = a2[s] = a3[s] = hn::Zero(d);
+  VF a0[S], a1[S], a2[S], a3[S], total[S];
+  for (int s = 0; s < S; ++s) a0[s] = a1[s] = a2[s] = a3[s] = total[s] = hn::Zero(d);
   VF v0[Op::kInputs], v1[Op::kInputs], v2[Op::kInputs], v3[Op::kInputs];
   size_t i = 0;
-  for (; i + 4 * N <= n; i += 4 * N) {
-    if (pf) PrefetchAhead(x[0] + i, 4 * N * sizeof(In));
-    LoadInputs<Op>(d, x, i, v0);
-    LoadInputs<Op>(d, x, i + N, v1);
-    LoadInputs<Op>(d, x, i + 2 * N, v2);
-    LoadInputs<Op>(d, x, i + 3 * N, v3);
-    const VF e0 = Op::accumulate(m, a0, p, v0);
-    const VF e1 = Op::accumulate(m, a1, p, v1);
-    const VF e2 = Op::accumulate(m, a2, p, v2);
-    const VF e3 = Op::accumulate(m, a3, p, v3);
-    if (kept) {
-      hn::StoreU(e0, d, kept + i);
-      hn::StoreU(e1, d, kept + i + N);
-      hn::StoreU(e2, d, kept + i + 2 * N);
-      hn::StoreU(e3, d, kept + i + 3 * N);
+  const size_t whole = n - n % (4 * N);
+  for (;;) {
+    const size_t end = whole - i > kSumBlock * 4 * N ? i + kSumBlock * 4 * N : whole;
+    for (; i < end; i += 4 * N) {
+      if (pf) PrefetchAhead(x[0] + i, 4 * N * sizeof(In));
+      LoadInputs<Op>(d, x, i, v0);
+      LoadInputs<Op>(d, x, i + N, v1);
+      LoadInputs<Op>(d, x, i + 2 * N, v2);
+      LoadInputs<Op>(d, x, i + 3 * N, v3);
+      const VF e0 = Op::accumulate(m, a0, p, v0);
+      const VF e1 = Op::accumulate(m, a1, p, v1);
+      const VF e2 = Op::accumulate(m, a2, p, v2);
+      const VF e3 = Op::accumulate(m, a3, p, v3);
+      if (kept) {
+        hn::StoreU(e0, d, kept + i);
+        hn::StoreU(e1, d, kept + i + N);
+        hn::StoreU(e2, d, kept + i + 2 * N);
+        hn::StoreU(e3, d, kept + i + 3 * N);
+      }
+    }
+    if (i == whole) break;
+    for (int s = 0; s < S; ++s) {
+      total[s] = hn::Add(total[s], hn::Add(hn::Add(a0[s], a1[s]), hn::Add(a2[s], a3[s])));
+      a0[s] = a1[s] = a2[s] = a3[s] = hn::Zero(d);
     }
   }
   for (; i + N <= n; i += N) {
@@ -156,7 +172,7 @@ HWY_INLINE void Pass2Of(DF d, const In* const* inputs, size_t n, float pivot, fl
     if (kept) StoreTail(d, e1, kept + i, n - i);
   }
   for (int s = 0; s < S; ++s)
-    sums[s] = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0[s], a1[s]), hn::Add(a2[s], a3[s]))));
+    sums[s] = hn::GetLane(hn::SumOfLanes(d, hn::Add(total[s], hn::Add(hn::Add(a0[s], a1[s]), hn::Add(a2[s], a3[s])))));
 }
 
 // The state of one chunk (Op::Merged, the type the row's chunks merge in); with kept !=

@@ -10,6 +10,8 @@
 
 namespace onorm_test {
 
+using Generator = std::function<double(int64_t r, int64_t c)>;
+
 struct Layout {
   int64_t x_pad = 0, y_pad = 0;            // row_stride = cols + pad (the second input: x_pad + 2)
   size_t x_offset = 0, y_offset = 0;       // in elements of the buffer's dtype
@@ -17,6 +19,7 @@ struct Layout {
   int alias = 0;                           // which input in_place aliases (1: softmax backward's dy)
   int dy_dtype = -1;                       // the second input's dtype; -1: the first input's
   bool gamma = false, beta = false;        // LayerNorm/RMSNorm affine parameters
+  Generator gamma_at, beta_at;             // their values (row 0, column c); empty: N(1, 0.5), N(0, 1)
   bool mean = false, rstd = false;         // statistics outputs
   double eps = 1e-5;
   std::string str() const {
@@ -29,7 +32,6 @@ struct Layout {
   }
 };
 
-using Generator = std::function<double(int64_t r, int64_t c)>;
 
 // Random inputs typical for op, one distribution per row. input 1 is the backward passes' dy;
 // their input 0 (y) holds probabilities exp(N(0, s)) * 1e-3, s per row (softmax backward), or
@@ -92,11 +94,11 @@ inline ::testing::AssertionResult run_checked(onorm_context ctx, Op op, onorm_dt
   std::normal_distribution<double> gdist(1.0, 0.5), bdist(0.0, 1.0);
   if (L.gamma && has_gamma(op)) {
     gamma = Tensor(ctx, in, 1, cols);
-    gamma.fill([&](int64_t, int64_t) { return gdist(rng); });
+    gamma.fill(L.gamma_at ? L.gamma_at : Generator([&](int64_t, int64_t) { return gdist(rng); }));
   }
   if (L.beta && has_beta(op)) {
     beta = Tensor(ctx, in, 1, cols);
-    beta.fill([&](int64_t, int64_t) { return bdist(rng); });
+    beta.fill(L.beta_at ? L.beta_at : Generator([&](int64_t, int64_t) { return bdist(rng); }));
   }
   if (L.mean && has_mean(op)) mean = Tensor(ctx, ONORM_F32, 1, rows);
   if (L.rstd && has_rstd(op)) rstd = Tensor(ctx, ONORM_F32, 1, rows);
