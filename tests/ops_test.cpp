@@ -131,8 +131,9 @@ TEST_P(WidthsTest, AroundPowersOfTwo) {
   const auto [backend, op, dts] = GetParam();
   ONORM_OPEN_OR_SKIP(ctx, backend);
   ONORM_SEEDED_RNG(rng);
-  for (int64_t cols : {2, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 1023, 1024, 2047, 2048, 2049,
-                       4095, 4096, 4097, 8191, 8193, 16384, 32769}) {
+  // 767-769, 1535-1537 and 3071-3073: the edges of the 16-bit shapes of three times a power of two.
+  for (int64_t cols : {2, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 767, 768, 769, 1023, 1024,
+                       1535, 1536, 1537, 2047, 2048, 2049, 3071, 3072, 3073, 4095, 4096, 4097, 8191, 8193, 16384, 32769}) {
     Layout L;
     L.gamma = L.beta = L.mean = L.rstd = (cols % 2) == 1;
     L.y_pad = cols % 3;

@@ -29,8 +29,11 @@
   TRY(16, 1, 256)    /* 128 */         \
   TRY(32, 1, 256)    /* 256 */         \
   TRY(32, 2, 256)    /* 512 */         \
+  TRY(32, 3, 256)    /* 768 */         \
   TRY(32, 4, 256)    /* 1024 */        \
+  TRY(64, 3, 64)     /* 1536 */        \
   TRY(128, 2, 128)   /* 2048 */        \
+  TRY(128, 3, 128)   /* 3072 */        \
   TRY(256, 2, 256)   /* 4096 */        \
   TRY(384, 2, 384)   /* 6144 */        \
   TRY(512, 2, 512)   /* 8192 */        \
@@ -41,10 +44,15 @@
 // column vectors' addresses) is spread over four times the elements; tried first from
 // kDenseMinCols (row_plan.hpp). Measured on an H100 (bench/RESULTS.md, issue 11): faster for
 // every op at 8192-16384 columns and for LayerNorm from 4096; slower for the others below. On an
-// H200, with the column vectors' loads batched, LayerNorm from 1024 (groups of 16 and 32 lanes).
+// H200, with the column vectors' loads batched, LayerNorm from 1024 (groups of 16 and 32 lanes);
+// 48 elements per thread where that fills every lane of rows of three times a power of two
+// (768, 1536, 3072), which left a quarter of them idle in the 64-element shapes.
 #define ONORM_GPU_W32_DENSE_SHAPES_VEC8(TRY) \
+  TRY(16, 6, 256)    /* 768 */             \
   TRY(16, 8, 256)    /* 1024 */            \
+  TRY(32, 6, 256)    /* 1536 */            \
   TRY(32, 8, 256)    /* 2048 */            \
+  TRY(64, 6, 64)     /* 3072 */            \
   TRY(64, 8, 64)     /* 4096 */            \
   TRY(96, 8, 96)     /* 6144 */            \
   TRY(128, 8, 128)   /* 8192 */            \

@@ -114,6 +114,12 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_c
     status = launch_rows<R, W, TPR, ITEMS, BLOCK>(a, l);        \
     return true;                                                \
   }
+// Dense shapes no longer than the op's kDenseMinCols are not compiled: by default no row takes
+// them (dense_cols below that reaches the next one).
+#define ONORM_GPU_TRY_DENSE_SHAPE(TPR, ITEMS, BLOCK)            \
+  if constexpr (int64_t(TPR) * ITEMS * V > kDenseMinCols<R>) {  \
+    ONORM_GPU_TRY_SHAPE(TPR, ITEMS, BLOCK)                      \
+  }
   if constexpr (W == 32 && V == 4) {
     if (caps.short_wide) {
       ONORM_GPU_W32_WIDE_SHAPES_VEC4(ONORM_GPU_TRY_SHAPE)
@@ -125,7 +131,7 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_c
     }
     if constexpr (kDenseRows<R>) {
       if (c > (caps.dense_min_cols_16 > 0 ? caps.dense_min_cols_16 - 1 : kDenseMinCols<R>)) {
-        ONORM_GPU_W32_DENSE_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
+        ONORM_GPU_W32_DENSE_SHAPES_VEC8(ONORM_GPU_TRY_DENSE_SHAPE)
       }
     }
     ONORM_GPU_W32_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
@@ -135,6 +141,7 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_c
   } else {
     ONORM_GPU_W64_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
   }
+#undef ONORM_GPU_TRY_DENSE_SHAPE
 #undef ONORM_GPU_TRY_SHAPE
   return false;
 }
