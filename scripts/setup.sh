@@ -6,7 +6,7 @@
 # (MI300) and is then the compiler CMake picks (cmake/FindHipToolchain.cmake).
 set -euo pipefail
 # libdnnl-dev: oneDNN, the CPU benchmark's peer (bench/cpu/onednn_peer.hpp).
-packages=(cmake g++ make libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev libomp-dev
+packages=(cmake g++ make ninja-build libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev libomp-dev
           clang-15 clang-tools-15 lld-15 llvm-15 libamdhip64-dev rocm-device-libs
           python3 python3-numpy python3-matplotlib pkg-config libdnnl-dev
           python3-venv python3-dev)  # the last two: the Python package's venv and extension (scripts/python_test.sh)

@@ -1,14 +1,36 @@
-// Compiles the SIMD kernels (dispatch-inl.h and what it includes) once per Highway target and
-// exports one dispatch table per entry point. Contexts pick a table index themselves
-// (target_index), instead of Highway's global choice, so that contexts capped at different
-// targets coexist in one process.
+// The SIMD kernels' dispatch tables: one per entry point, with an entry per Highway target, each
+// exported by the translation unit that compiles its kernels once per target (this file:
+// simd_supports; kernels_rows.cpp, kernels_chunks.cpp, kernels_options.cpp,
+// kernels_backward.cpp: the others, apart so that they compile in parallel). Contexts pick a
+// table index themselves (target_index), instead of Highway's global choice, so that contexts
+// capped at different targets coexist in one process.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels.cpp"  // this file, found through the include path
 #include "hwy/foreach_target.h"           // IWYU pragma: keep
 
-#include "hwy/highway.h"
 #include "dispatch-inl.h"
-#include "norm_backward_simd-inl.h"
+#include "hwy/highway.h"
+#include "kernels.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace onorm {
+namespace cpu {
+namespace HWY_NAMESPACE {
+
+// Every input of one storage type: a kernel per input dtype combination would multiply the
+// instantiations (and the build) for a rare case; two-input requests of mixed dtypes run the
+// scalar kernels.
+bool SimdSupports(const onorm_request& q) {
+  const int inputs = core::ops::signature(q.op).inputs;
+  for (int k = 1; k < inputs; ++k)
+    if (q.in[k].dtype != q.in[0].dtype) return false;
+  return SimdType(q.in[0].dtype) && SimdType(q.out[0].dtype);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cpu
+}  // namespace onorm
+HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include <cstring>
@@ -17,43 +39,8 @@ namespace onorm {
 namespace cpu {
 
 HWY_EXPORT(SimdSupports);
-HWY_EXPORT(RunRows);
-HWY_EXPORT(QuantizeRows);
-HWY_EXPORT(AddRows);
-HWY_EXPORT(BackwardSupports);
-HWY_EXPORT(BackwardRows);
 
 bool simd_supports(size_t t, const onorm_request& q) { return HWY_DISPATCH_TABLE(SimdSupports)[t](q); }
-void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
-  HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, opts, scratch);
-}
-void simd_quantize_rows(size_t t, const onorm_request& q, int64_t r0, int64_t n, float* v) {
-  HWY_DISPATCH_TABLE(QuantizeRows)[t](q, r0, n, v);
-}
-void simd_add_rows(size_t t, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0,
-                   int64_t n) {
-  HWY_DISPATCH_TABLE(AddRows)[t](x, res, h, r0, h0, n);
-}
-bool simd_backward_supports(size_t t, const onorm_request& q) { return HWY_DISPATCH_TABLE(BackwardSupports)[t](q); }
-void simd_backward_rows(size_t t, const onorm_request& q, const BackwardCall& cols, int64_t r0, int64_t r1,
-                        float* block, double* group) {
-  HWY_DISPATCH_TABLE(BackwardRows)[t](q, cols, r0, r1, block, group);
-}
-
-#define ONORM_CPU_EXPORT_CHUNK_KERNELS(ID, name, Type)                                                        \
-  HWY_EXPORT(ChunkState_##name);                                                                              \
-  HWY_EXPORT(WriteChunk_##name);                                                                              \
-  core::ops::Type::Merged simd_chunk_state(core::ops::Type, size_t t, const onorm_request& q, int64_t r,     \
-                                           int64_t k, unsigned opts) {                                        \
-    return HWY_DISPATCH_TABLE(ChunkState_##name)[t](q, r, k, opts);                                           \
-  }                                                                                                           \
-  void simd_write_chunk(core::ops::Type, size_t t, const onorm_request& q, int64_t r, int64_t k,             \
-                        const core::ops::Type::Coefs<float>& row, const core::ops::Type::Merged& chunk,     \
-                        unsigned opts) {                                                                      \
-    HWY_DISPATCH_TABLE(WriteChunk_##name)[t](q, r, k, row, chunk, opts);                                      \
-  }
-ONORM_OP_LIST(ONORM_CPU_EXPORT_CHUNK_KERNELS)
-#undef ONORM_CPU_EXPORT_CHUNK_KERNELS
 
 // Index of a target's entry in the HWY_EXPORT tables: the same arithmetic as
 // hwy::ChosenTarget::GetIndex, applied to a single target instead of the global choice.

@@ -1,5 +1,5 @@
 // The CPU backend's SIMD kernels as seen from the target-independent code: one table of
-// functions per Highway target (kernels.cpp compiles the -inl.h files once per target), chosen
+// functions per Highway target (kernels*.cpp compile the -inl.h files once per target), chosen
 // per context by table index, so contexts with different target caps coexist in a process.
 // Every kernel is generic over the op (core/ops/row_op.hpp); the per-op entry points below are
 // expanded from the op list.

@@ -1,0 +1,65 @@
+// The norms' output options in SIMD (simd_quantize_rows, simd_add_rows): the quantized output
+// and the residual add, compiled once per Highway target in a translation unit of their own
+// (kernels.cpp says how the tables work).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels_options.cpp"  // this file, found through the include path
+#include "hwy/foreach_target.h"                   // IWYU pragma: keep
+
+#include "dispatch-inl.h"
+#include "hwy/highway.h"
+#include "kernels.hpp"
+#include "quantize_simd-inl.h"
+#include "residual_add-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace onorm {
+namespace cpu {
+namespace HWY_NAMESPACE {
+
+// Rows [r0, r0 + n) of q's quantized y from their float values v (n rows of cols floats,
+// divided in place where the rule divides).
+void QuantizeRows(const onorm_request& q, int64_t r0, int64_t n, float* v) {
+  const int64_t cols = q.out[0].cols;
+  const bool e4m3 = q.out[0].dtype == ONORM_F8_E4M3;
+  for (int64_t i = 0; i < n; ++i)
+    QuantizeRow(e4m3, q.y_scale ? q.y_scale + r0 + i : nullptr, q.y_static_scale, v + i * cols,
+                static_cast<size_t>(cols), const_cast<void*>(row_of(q.out[0], r0 + i)));
+}
+
+// The norms' residual add: rows [r0, r0 + n) of x and res into rows [h0, h0 + n) of h, all of
+// x's dtype (one SimdType takes: option_blocks_fit).
+void AddRows(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0, int64_t n) {
+  WithSimdType(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    WithStoreType<T>([&](auto store) {
+      using S = typename decltype(store)::type;
+      for (int64_t i = 0; i < n; ++i)
+        AddRow<T, S>(static_cast<const T*>(row_of(x, r0 + i)), static_cast<const T*>(row_of(res, r0 + i)),
+                     static_cast<S*>(const_cast<void*>(row_of(h, h0 + i))), static_cast<size_t>(x.cols));
+    });
+  });
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cpu
+}  // namespace onorm
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace onorm {
+namespace cpu {
+
+HWY_EXPORT(QuantizeRows);
+HWY_EXPORT(AddRows);
+
+void simd_quantize_rows(size_t t, const onorm_request& q, int64_t r0, int64_t n, float* v) {
+  HWY_DISPATCH_TABLE(QuantizeRows)[t](q, r0, n, v);
+}
+void simd_add_rows(size_t t, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0,
+                   int64_t n) {
+  HWY_DISPATCH_TABLE(AddRows)[t](x, res, h, r0, h0, n);
+}
+
+}  // namespace cpu
+}  // namespace onorm
+#endif  // HWY_ONCE
