@@ -9,6 +9,14 @@ step() { echo "== $1 (at ${SECONDS} s)"; }
 step setup
 scripts/setup.sh
 jobs=$(nproc)
+# The presets use Ninja; a build folder that another generator configured (the README's plain
+# cmake uses make) cannot switch: its cache goes, its objects are rebuilt.
+fresh_if_other_generator() {
+  if [ -f "$1/CMakeCache.txt" ] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$1/CMakeCache.txt"; then
+    echo "  $1 was configured with another generator: its cache is removed"
+    rm -rf "$1/CMakeCache.txt" "$1/CMakeFiles"
+  fi
+}
 step "configure release"
 # Without a GPU the GPU tests skip, so the GPU code is only compiled: one architecture each is
 # that check (CUDA sm_90a, HIP gfx90a). CUDA stops at PTX there (90a-virtual): ptxas, a third of
@@ -21,6 +29,7 @@ if ! nvidia-smi -L >/dev/null 2>&1 && ! (rocminfo 2>/dev/null | grep -q 'Name: *
   gpu_archs=(-DCMAKE_CUDA_ARCHITECTURES=90a-virtual -DONLINENORM_HIP_ARCHS=gfx90a)
 fi
 echo "  GPU architectures: ${gpu_archs[*]}"
+fresh_if_other_generator build
 cmake --preset release "${gpu_archs[@]}" >/dev/null
 # Which AMD compiler and targets the HIP backend got (clang-19 adds gfx942; see setup.sh).
 sed -n 's/^\(ONLINENORM_HIP_CLANG\|ONLINENORM_HIP_ARCHS\|ONLINENORM_WITH_HIP\):[A-Z]*=/  \1=/p' build/CMakeCache.txt
@@ -32,6 +41,7 @@ step "python package"
 # Packages the release build's library into a venv under build/ and runs pytest.
 CMAKE_BUILD_PARALLEL_LEVEL="$jobs" scripts/python_test.sh
 step "configure sanitize"
+fresh_if_other_generator build-sanitize
 cmake --preset sanitize >/dev/null
 step "build sanitize"
 cmake --build --preset sanitize -j"$jobs"
