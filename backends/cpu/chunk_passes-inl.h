@@ -116,9 +116,8 @@ HWY_INLINE void LoadInputsTail(DF d, const In* const* x, size_t i, size_t n, flo
 constexpr size_t kSumBlock = 32;
 
 // Pass 2: the op's sums around the pivot in four accumulator chains, folded into totals every
-// kSumBlock iterations; `kept` (n floats, or
-// nullptr) gets the lift the op returns. Ops with a pass 1 read the chunk from L1 here, and
-// prefetch the next chunk meanwhile.
+// kSumBlock iterations; `kept` (n floats, or nullptr) gets the lift the op returns. Ops with a
+// pass 1 read the chunk from L1 here, and prefetch the next chunk meanwhile.
 template <class Op, typename In>
 HWY_INLINE void Pass2Of(DF d, const In* const* inputs, size_t n, float pivot, float* HWY_RESTRICT kept, bool pf,
                         float* sums) {
