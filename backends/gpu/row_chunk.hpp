@@ -217,12 +217,13 @@ ONORM_DEV void finish_item(float (&v)[R::Op::kInputs][E], int i, const coefs_t<t
 
 // Items per window of the column vectors' loads: the raw words of a window's items take at
 // most half as many registers as the thread's values (ptxas places the loads within it, under
-// the kernel's register cap).
+// the kernel's register cap), and the windows tile the items exactly (three items: windows of
+// one; a window of two would reach a fourth item past the thread's values).
 template <typename R, typename Col>
 constexpr int col_window(int items) {
   constexpr int kWordsPerItem = (R::Op::kCols > 0 ? R::Op::kCols : 1) * RawN<Col, R::kVec>::kWords;
   int g = 1;
-  while (g * 2 <= items && g * 2 * kWordsPerItem <= items * R::kVec / 2) g *= 2;
+  while (items % (g * 2) == 0 && g * 2 * kWordsPerItem <= items * R::kVec / 2) g *= 2;
   return g;
 }
 
@@ -237,6 +238,7 @@ ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int l
   using Op = typename R::Op;
   constexpr int VEC = R::kVec, NC = Op::kCols;
   constexpr int G = col_window<R, Col>(ITEMS);
+  static_assert(ITEMS % G == 0, "windows tile the items");
 #pragma unroll
   for (int i0 = 0; i0 < ITEMS; i0 += G) {
     RawN<Col, VEC> raw[NC][G];
