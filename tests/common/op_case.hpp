@@ -32,7 +32,6 @@ struct Layout {
   }
 };
 
-
 // Random inputs typical for op, one distribution per row. input 1 is the backward passes' dy;
 // their input 0 (y) holds probabilities exp(N(0, s)) * 1e-3, s per row (softmax backward), or
 // their logarithms (log-softmax backward; a few above 0 where s is wide).
