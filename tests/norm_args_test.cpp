@@ -30,6 +30,7 @@ struct Problem {
   int64_t pad = 0;
   size_t shift = 0;     // bytes past 16-byte alignment (x, y)
   size_t ro_shift = 2;  // the same for residual_out
+  int64_t res_pad = 3;  // the residual's row stride past x's (3: its rows off 16 bytes)
   double far = 0;       // nonzero: the ordinary rows are far + 0.05 N(0,1)
 };
 
@@ -60,7 +61,7 @@ struct NormCall {
     };
     x.fill(gen);
     if (p.residual >= 0) {
-      r = Tensor(ctx, static_cast<onorm_dtype>(p.residual), p.rows, p.cols, s + 3);
+      r = Tensor(ctx, static_cast<onorm_dtype>(p.residual), p.rows, p.cols, s + p.res_pad);
       r.fill([&](int64_t row, int64_t) { return p.rows >= 3 && row == 1 ? 0.0 : cheap_normal(rng, -centre, 1.0); });
     }
     if (p.residual_out >= 0) ro = Tensor(ctx, static_cast<onorm_dtype>(p.residual_out), p.rows, p.cols, s, p.ro_shift);
@@ -254,8 +255,9 @@ TEST_P(NormArgs, ManyRowsInBatches) {
 
 // The options where the GPUs carry them inside the row kernels (residual and residual_out of
 // x's dtype, gamma and beta of x's dtype, no offset): every register width and cluster size,
-// each output dtype, the quantized ones with both scales, with and without residual_out; the
-// zero, NaN, inf (the float64 fallback, which reads x and the residual again) and offset rows.
+// each output dtype, the quantized ones with both scales, with and without residual_out, the
+// residual's rows on 16 bytes or off them; the zero, NaN, inf (the float64 fallback, which
+// reads x and the residual again) and offset rows.
 TEST_P(NormArgs, OptionsInsideTheRows) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
   ONORM_SEEDED_RNG(rng);
@@ -279,6 +281,7 @@ TEST_P(NormArgs, OptionsInsideTheRows) {
       p.pad = rng() % 2 ? 0 : 8;
       p.shift = rng() % 3 ? 0 : 4;
       p.ro_shift = rng() % 3 ? 0 : 4;
+      p.res_pad = rng() % 2 ? 3 : 0;
       run_and_check(ctx, p, rng);
       if (::testing::Test::HasFatalFailure()) return;
     }

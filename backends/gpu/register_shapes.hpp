@@ -42,6 +42,12 @@
   TRY(512, 2, 512)   /* 8192 */        \
   TRY(384, 4, 384)   /* 12288 */       \
   TRY(512, 4, 512)   /* 16384 */
+// 16-bit rows with the norms' options (the residual add reads two rows): 32 elements per
+// thread and input, the bytes in flight per thread of the f32 rows, for 3073-8192 columns
+// (2048 and 6144 measured slower so: bench/RESULTS.md, issue 12).
+#define ONORM_GPU_W32_OPTIONS_SHAPES_VEC8(TRY) \
+  TRY(128, 4, 128)   /* 4096 */              \
+  TRY(256, 4, 256)   /* 8192 */
 // Dense 16-bit rows of ops that read one input: 64 elements per thread, a quarter of the
 // threads per row, so that a thread's fixed work (the block reductions, the coefficients, the
 // column vectors' addresses) is spread over four times the elements; tried first from

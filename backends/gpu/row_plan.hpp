@@ -134,6 +134,11 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_c
         ONORM_GPU_W32_DENSE_SHAPES_VEC8(ONORM_GPU_TRY_DENSE_SHAPE)
       }
     }
+    if constexpr (R::kOptions) {
+      if (c > 3072) {
+        ONORM_GPU_W32_OPTIONS_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
+      }
+    }
     ONORM_GPU_W32_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
   } else if constexpr (V == 4) {
     static_assert(W == 64, "warp widths 32 and 64");
@@ -158,15 +163,16 @@ struct ClusterTiers {
   static constexpr int64_t cols(int t) { return int64_t(kTier[t].block) * kTier[t].elems; }
 };
 
-// Rows that stream through resident clusters (cluster_stream): those of the ops that read one
-// input and no column vectors (softmax, log-softmax; the others measured faster with a cluster
-// per row: bench/RESULTS.md, issue 11), whose rows the copy engine can stage (they start on 16
-// bytes and hold a multiple of 16 bytes).
+// Rows that stream through resident clusters (cluster_stream): rows of one input without the
+// norms' options whose rows the copy engine can stage (they start on 16 bytes and hold a
+// multiple of 16 bytes), of kStreamMinSlices slices or more. Measured on an H200
+// (bench/RESULTS.md, issue 11): softmax and log-softmax faster streamed from 8 slices in f32
+// and from 4 in 16-bit; 16-bit RMSNorm faster streamed from 8 slices and even at 4, f32 RMSNorm
+// slower; LayerNorm slower streamed in both; the norms' residual staged beside x slower too.
 template <typename R>
-constexpr bool kStreamOp = R::Op::kInputs == 1 && R::Op::kCols == 0 && !R::kOptions;
-// The fewest slices a streamed row has: rows of fewer (f32 16384-32768, bf16 32768 columns)
-// were as fast or faster with a cluster per row.
-constexpr int64_t kStreamMinSlices = 8;
+constexpr bool kStreamOp = R::Op::kInputs == 1 && !R::kOptions && (R::Op::kCols == 0 || (R::Op::kCols == 1 && R::kVec == 8));
+template <typename R>
+constexpr int64_t kStreamMinSlices = R::kVec == 8 ? 4 : 8;
 template <typename R>
 bool stream_rows(const RowArgs& a) {
   return a.in_vec[0] && (a.cols * int64_t(sizeof(typename R::In))) % 16 == 0;
@@ -182,7 +188,7 @@ bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
   s.prefetch_cols = l.caps().cluster_prefetch;
   // Streamed first: where its kernel fits (it checks), the per-row kernel's fit is not needed.
   if constexpr (kStreamOp<R>) {
-    if (l.caps().cluster_stream && K >= kStreamMinSlices && stream_rows<R>(a) &&
+    if (l.caps().cluster_stream && K >= kStreamMinSlices<R> && stream_rows<R>(a) &&
         (l.template cluster_stream<R, W, kItems, kBlock>(K, a, s, status) || status != ONORM_OK))
       return true;
   }
