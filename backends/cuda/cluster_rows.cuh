@@ -43,54 +43,22 @@ __device__ __forceinline__ void prefetch_cols(const gpu::RowArgs& a, int64_t col
   }
 }
 
-// A quantized y (RowOptions): the row's max |y| over the cluster (each block's through
-// distributed shared memory, in rank order), the dynamic scale (written by rank 0), the stores.
-template <typename R, int WARP, int ITEMS, int BLOCK>
-__device__ __forceinline__ void cluster_store_quantized(const gpu::RowArgs& a, int64_t row, int64_t col0, int n,
-                                                        int lane, const float* y, int64_t K,
-                                                        gpu::Scratch<typename R::Op, WARP, BLOCK>& scratch) {
-  namespace cg = cooperative_groups;
-  __shared__ float block_max, row_max;
-  float scale = 0.0f;
-  if (a.opt.y_scale) {
-    cg::cluster_group cluster = cg::this_cluster();
-    const float m = gpu::block_allreduce<WARP, BLOCK>(gpu::items_max_abs<R, ITEMS, BLOCK>(n, lane, y), scratch.f,
-                                                      gpu::MaxOp{});
-    if (threadIdx.x == 0) block_max = m;
-    cluster.sync();  // every block's maximum is published
-    if (threadIdx.x < WARP) {
-      float t = lane < K ? *cluster.map_shared_rank(&block_max, static_cast<unsigned>(lane)) : 0.0f;
-      t = gpu::group_allreduce<WARP>(t, lane, gpu::MaxOp{});
-      if (lane == 0) row_max = t;
-    }
-    cluster.sync();  // no block leaves (its block_max) before all have read; row_max visible
-    scale = gpu::row_quant_scale(a, row_max);
-    if (cluster.block_rank() == 0 && threadIdx.x == 0) a.opt.y_scale[row] = scale;
-  }
-  gpu::store_quantized<R, ITEMS, BLOCK>(a, row, col0, n, lane, y, scale);
-}
-
 constexpr int kMaxCluster = 16;
-
-// Blocks per SM that the kernels' register cap leaves room for: 1024 threads' worth, or three
-// blocks of 256 for the ops of two inputs (the backward passes), whose slices spill under the
-// cap of four (ptxas, sm_90a). The norms spill too but measured slower with fewer blocks
-// (bench/RESULTS.md, issue 11).
-template <typename R, int BLOCK>
-constexpr int cluster_min_blocks() {
-  return (R::Op::kInputs > 1 && BLOCK == 256 ? 768 : 1024) / BLOCK;
-}
 
 // The slice states of a cluster's blocks for the row in hand, delivered into every block's
 // shared memory by the peers' stores (bulk::store_to_peer), which complete on the receiver's
 // barrier: a cluster barrier would release, and so wait for, the previous row's global stores.
 // Two sets for alternate rows: a block is at most one row ahead of a peer (it needs the peer's
 // state of the row before).
+// The blocks' max |y| of a quantized row travel the same way (`max_slot`, `max_full`: rows with
+// the norms' options run one row a cluster, one phase).
 template <typename S>
 struct Mailbox {
   static_assert(sizeof(S) % 4 == 0, "states travel in 4-byte words");
   S slot[2][kMaxCluster];
   uint64_t full[2];
+  float max_slot[kMaxCluster];
+  uint64_t max_full;
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -101,10 +69,55 @@ __device__ __forceinline__ void mailbox_open(Mailbox<S>& m) {
   if (threadIdx.x == 0) {
     bulk::init(&m.full[0]);
     bulk::init(&m.full[1]);
+    bulk::init(&m.max_full);
   }
   bulk::cluster_arrive_relaxed();
 }
 #endif
+
+// A quantized y (RowOptions): the row's max |y| over the cluster (each block's delivered into
+// every block's mailbox; a cluster barrier would wait for the h stores), the dynamic scale
+// (written by rank 0), the stores.
+template <typename R, int WARP, int ITEMS, int BLOCK>
+__device__ __forceinline__ void cluster_store_quantized(const gpu::RowArgs& a, int64_t row, int64_t col0, int n,
+                                                        int lane, const float* y, int64_t K,
+                                                        gpu::Scratch<typename R::Op, WARP, BLOCK>& scratch,
+                                                        Mailbox<typename R::Op::Merged>& mail) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ float row_max;
+  float scale = 0.0f;
+  if (a.opt.y_scale) {
+    const unsigned rank = cooperative_groups::this_cluster().block_rank();
+    if (threadIdx.x == 0) bulk::arrive_expect(&mail.max_full, static_cast<uint32_t>(K * sizeof(float)));
+    const float m = gpu::block_allreduce<WARP, BLOCK>(gpu::items_max_abs<R, ITEMS, BLOCK>(n, lane, y), scratch.f,
+                                                      gpu::MaxOp{});
+    if (threadIdx.x < K) {  // thread t delivers this block's maximum to block t
+      const unsigned t = threadIdx.x;
+      const uint32_t bits = __float_as_uint(m);
+      bulk::store_to_peer(bulk::peer_address(&mail.max_slot[rank], t), &bits, 1, bulk::peer_address(&mail.max_full, t));
+    }
+    if (threadIdx.x < WARP) {
+      bulk::wait(&mail.max_full, 0);
+      float t = lane < K ? mail.max_slot[lane] : 0.0f;
+      t = gpu::group_allreduce<WARP>(t, lane, gpu::MaxOp{});
+      if (lane == 0) row_max = t;
+    }
+    __syncthreads();  // row_max visible
+    scale = gpu::row_quant_scale(a, row_max);
+    if (rank == 0 && threadIdx.x == 0) a.opt.y_scale[row] = scale;
+  }
+  gpu::store_quantized<R, ITEMS, BLOCK>(a, row, col0, n, lane, y, scale);
+#endif
+}
+
+// Blocks per SM that the kernels' register cap leaves room for: 1024 threads' worth, or three
+// blocks of 256 for the ops of two inputs (the backward passes), whose slices spill under the
+// cap of four (ptxas, sm_90a). The norms spill too but measured slower with fewer blocks
+// (bench/RESULTS.md, issue 11).
+template <typename R, int BLOCK>
+constexpr int cluster_min_blocks() {
+  return (R::Op::kInputs > 1 && BLOCK == 256 ? 768 : 1024) / BLOCK;
+}
 
 // The slice [col0, col0 + n) of the j-th row of this block (`row`) once loaded into v: its
 // passes, the cluster's merge, the finish and the stores. `merged`: the row's state, shared.
@@ -151,7 +164,7 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
     gpu::store_h<R, ITEMS, BLOCK>(a, row, col0, n, lane, v[0]);
     if (gpu::is_quantized_dtype(a.out_dtype)) {
       gpu::slice_finish_values<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, cf, cs, rank == 0);
-      cluster_store_quantized<R, WARP, ITEMS, BLOCK>(a, row, col0, n, lane, v[0], K, scratch);
+      cluster_store_quantized<R, WARP, ITEMS, BLOCK>(a, row, col0, n, lane, v[0], K, scratch, mail);
       return;
     }
   }
