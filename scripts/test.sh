@@ -4,8 +4,11 @@
 # path (CMakePresets.json: presets release and sanitize).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Each step's start, in seconds since this script began (where CI's time goes).
-step() { echo "== $1 (at ${SECONDS} s)"; }
+# Each step's start, in seconds since this script began, and the CPU seconds its commands have
+# used by then (where CI's time goes; the CPU seconds do not depend on the machine's other load).
+# (/proc/$$/stat fields 16 and 17: the finished children's user and system clock ticks.)
+tick=$(getconf CLK_TCK)
+step() { echo "== $1 (at ${SECONDS} s, CPU $(awk -v t="$tick" '{ printf "%d", ($16 + $17) / t }' /proc/$$/stat) s)"; }
 step setup
 scripts/setup.sh
 jobs=$(nproc)
