@@ -11,6 +11,10 @@ python3 -m venv "$venv"
 settings=("--config-settings=build-dir=$PWD/build/python")
 if [ -e build/lib/libonlinenorm.so.0 ]; then
   settings+=("--config-settings=cmake.define.ONLINENORM_PREBUILT_LIBRARY=$PWD/build/lib/libonlinenorm.so.0")
+  # Its reference and tool libraries too, where that build made them (not compiled again).
+  if [ -e build/tools/libonorm_compare.a ]; then
+    settings+=("--config-settings=cmake.define.ONLINENORM_PREBUILT_BUILD_DIR=$PWD/build")
+  fi
 fi
 CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation "${settings[@]}" ./python

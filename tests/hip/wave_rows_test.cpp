@@ -26,6 +26,7 @@
 #include "simt_device.hpp"
 // After the emulator's names: the device templates (through the sim shim) and the plan.
 #include "gpu/row_plan.hpp"
+#include "sim_launcher.hpp"
 
 namespace {
 
@@ -44,62 +45,7 @@ using onorm_ref::Op;
 namespace gpu = onorm::gpu;
 namespace ops = onorm::core::ops;
 
-// Launches the plan's kernels on the emulator; memory is host memory. The capabilities of the
-// HIP backend: no clusters, no cooperative schedule (registers, then two reads).
-class SimLauncher {
- public:
-  static constexpr bool kClusters = false;
-  static constexpr bool kStaged = false;
-  explicit SimLauncher(int hardware_warp) : warp_(hardware_warp) { caps_.l2_bytes = int64_t(1) << 20; }  // small: several row batches
-  const gpu::PlanCaps& caps() const { return caps_; }
-
-  template <typename R, int W, int TPR, int ITEMS, int BLOCK>
-  onorm_status rows(unsigned grid, const gpu::RowArgs& a) {
-    shapes_.push_back("rows_kernel<W" + std::to_string(W) + " TPR" + std::to_string(TPR) + " ITEMS" +
-                      std::to_string(ITEMS) + " BLOCK" + std::to_string(BLOCK) + ">");
-    return run(grid, 1, BLOCK, [a] { gpu::rows_kernel<R, W, TPR, ITEMS, BLOCK>(a); });
-  }
-  template <typename R, int W, int ITEMS, int BLOCK, int MODE>
-  onorm_status split(unsigned gx, unsigned gy, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
-    shapes_.push_back("split_chunk_kernel<W" + std::to_string(W) + " K" + std::to_string(gx) + ">");
-    return run(gx, gy, BLOCK, [a, s] { gpu::split_chunk_kernel<R, W, ITEMS, BLOCK, MODE>(a, s); });
-  }
-  template <typename R, int W, int BLOCK>
-  onorm_status row_coefs(unsigned gx, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
-    return run(gx, 1, BLOCK, [a, s] { gpu::row_coefs_kernel<R, W, BLOCK>(a, s); });
-  }
-  template <typename S, int W, int BLOCK>
-  onorm_status merge(unsigned gx, unsigned gy, const void* in, void* out, int64_t count) {
-    return run(gx, gy, BLOCK, [in, out, count] { gpu::merge_states_kernel<S, W, BLOCK>(in, out, count); });
-  }
-  uint64_t next_epoch() { return ++epoch_; }
-  void* workspace(size_t bytes, onorm_status& status) {
-    workspace_.assign(bytes, 0xa5);  // poisoned: a state read before it is written shows
-    status = ONORM_OK;
-    return workspace_.data();
-  }
-
-  const std::vector<std::string>& errors() const { return errors_; }
-  std::string shapes() const {
-    std::string s;
-    for (const auto& x : shapes_) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  }
-
- private:
-  template <typename F>
-  onorm_status run(unsigned gx, unsigned gy, int block, F kernel) {
-    const auto e = onorm_sim::launch(warp_, dim3(gx, gy), dim3(static_cast<unsigned>(block)), 0, kernel);
-    errors_.insert(errors_.end(), e.begin(), e.end());
-    return e.empty() ? ONORM_OK : ONORM_ERROR_DEVICE;
-  }
-  int warp_;
-  gpu::PlanCaps caps_;
-  uint64_t epoch_ = 0;
-  std::vector<std::string> errors_;
-  std::vector<std::string> shapes_;
-  std::vector<unsigned char> workspace_;
-};
+using onorm_sim_test::SimLauncher;
 
 size_t esize(onorm_dtype d) { return d == ONORM_F32 ? 4 : 2; }
 const char* dname(onorm_dtype d) { return d == ONORM_F32 ? "f32" : d == ONORM_F16 ? "f16" : "bf16"; }
