@@ -23,6 +23,7 @@
 #include "gpu/partial_rows.hpp"
 #include "gpu/partial_state.hpp"
 #include "gpu/softmax_topk.hpp"
+#include "sim_kernels.hpp"
 
 namespace {
 
@@ -30,15 +31,9 @@ namespace gpu = onorm::gpu;
 namespace ops = onorm::core::ops;
 
 // The launcher's calls these kernels use, on the emulator (host memory).
-class DriverLauncher {
+class DriverLauncher : public onorm_sim_test::SimKernels {
  public:
-  explicit DriverLauncher(int warp) : warp_(warp) { caps_.l2_bytes = int64_t(1) << 18; }  // small: several batches
-  const gpu::PlanCaps& caps() const { return caps_; }
-  void* workspace(size_t bytes, onorm_status& status) {
-    workspace_.assign(bytes, 0xa5);
-    status = ONORM_OK;
-    return workspace_.data();
-  }
+  explicit DriverLauncher(int warp) : SimKernels(warp, int64_t(1) << 18) {}
   template <typename R, int W, int ITEMS, int BLOCK, int MODE>
   onorm_status split(unsigned gx, unsigned gy, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
     return run(gx, gy, BLOCK, [a, s] { gpu::split_chunk_kernel<R, W, ITEMS, BLOCK, MODE>(a, s); });
@@ -74,18 +69,6 @@ class DriverLauncher {
     for (const auto& e : errors_) s += "\n  " + e;
     return s;
   }
-
- private:
-  template <typename F>
-  onorm_status run(unsigned gx, unsigned gy, int block, F kernel) {
-    const auto e = onorm_sim::launch(warp_, dim3(gx, gy), dim3(static_cast<unsigned>(block)), 0, kernel);
-    errors_.insert(errors_.end(), e.begin(), e.end());
-    return e.empty() ? ONORM_OK : ONORM_ERROR_DEVICE;
-  }
-  int warp_;
-  gpu::PlanCaps caps_;
-  std::vector<std::string> errors_;
-  std::vector<unsigned char> workspace_;
 };
 
 size_t esize(onorm_dtype d) { return d == ONORM_F32 ? 4 : 2; }

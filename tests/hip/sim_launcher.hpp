@@ -10,17 +10,17 @@
 
 #include "simt_device.hpp"
 #include "gpu/row_plan.hpp"
+#include "sim_kernels.hpp"
 
 namespace onorm_sim_test {
 
 // Launches the plan's kernels on the emulator; memory is host memory. The capabilities of the
 // HIP backend: no clusters, no cooperative schedule (registers, then two reads).
-class SimLauncher {
+class SimLauncher : public SimKernels {
  public:
   static constexpr bool kClusters = false;
   static constexpr bool kStaged = false;
-  explicit SimLauncher(int hardware_warp) : warp_(hardware_warp) { caps_.l2_bytes = int64_t(1) << 20; }  // small: several row batches
-  const onorm::gpu::PlanCaps& caps() const { return caps_; }
+  explicit SimLauncher(int hardware_warp) : SimKernels(hardware_warp, int64_t(1) << 20) {}
 
   template <typename R, int W, int TPR, int ITEMS, int BLOCK>
   onorm_status rows(unsigned grid, const onorm::gpu::RowArgs& a) {
@@ -42,11 +42,6 @@ class SimLauncher {
     return run(gx, gy, BLOCK, [in, out, count] { onorm::gpu::merge_states_kernel<S, W, BLOCK>(in, out, count); });
   }
   uint64_t next_epoch() { return ++epoch_; }
-  void* workspace(size_t bytes, onorm_status& status) {
-    workspace_.assign(bytes, 0xa5);  // poisoned: a state read before it is written shows
-    status = ONORM_OK;
-    return workspace_.data();
-  }
 
   const std::vector<std::string>& errors() const { return errors_; }
   std::string shapes() const {
@@ -56,18 +51,8 @@ class SimLauncher {
   }
 
  private:
-  template <typename F>
-  onorm_status run(unsigned gx, unsigned gy, int block, F kernel) {
-    const auto e = onorm_sim::launch(warp_, dim3(gx, gy), dim3(static_cast<unsigned>(block)), 0, kernel);
-    errors_.insert(errors_.end(), e.begin(), e.end());
-    return e.empty() ? ONORM_OK : ONORM_ERROR_DEVICE;
-  }
-  int warp_;
-  onorm::gpu::PlanCaps caps_;
   uint64_t epoch_ = 0;
-  std::vector<std::string> errors_;
   std::vector<std::string> shapes_;
-  std::vector<unsigned char> workspace_;
 };
 
 }  // namespace onorm_sim_test
