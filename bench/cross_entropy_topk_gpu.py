@@ -1,22 +1,29 @@
 #!/usr/bin/env python3
-"""Cross-entropy (loss and gradient) and softmax top-k on a GPU, onlinenorm beside PyTorch eager
-and torch.compile in one process (issue 15), timed with triton.testing.do_bench (median, L2
-flushed between runs) beside a torch copy_ of the same bytes.
+"""Cross-entropy (loss and gradient) and softmax top-k on a GPU, onlinenorm beside PyTorch eager,
+torch.compile, quack and Liger-Kernel (cross-entropy; where importable) in one process (issue 15),
+timed with triton.testing.do_bench (median, L2 flushed between runs) beside a copy of the same
+bytes (the faster of Tensor.copy_ and a Triton copy of 16 bytes per lane).
 
   python3 bench/cross_entropy_topk_gpu.py --lib build/lib/libonlinenorm.so --csv OUT.csv
+      [--ce-shapes 4096x4096,...] [--topk-shapes ...] [--systems onorm,eager,compile,quack,liger]
 
 onlinenorm is called through its C ABI (ctypes) on torch's tensors and current stream.
 Bytes: cross-entropy reads the logits and writes the gradient (in place over the logits for
-onlinenorm; torch writes a new tensor); top-k reads the logits (values and indices are small).
+onlinenorm, quack and Liger; torch writes a new tensor); top-k reads the logits (values and
+indices are small).
 """
 import argparse
 import csv
 import ctypes
 import sys
 
+import importlib
+
 import torch
 import torch.nn.functional as F
 from triton.testing import do_bench
+
+from peers_gpu import copy_kernel  # bench/, beside this script
 
 CE_SHAPES = [(4096, 4096), (4096, 32768), (4096, 131072), (1024, 262144), (64, 1048576)]
 TOPK_SHAPES = [(4096, 32768), (4096, 131072), (1024, 262144)]
@@ -42,7 +49,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--csv", required=True)
+    ap.add_argument("--ce-shapes", default=",".join(f"{r}x{c}" for r, c in CE_SHAPES))
+    ap.add_argument("--topk-shapes", default=",".join(f"{r}x{c}" for r, c in TOPK_SHAPES))
+    ap.add_argument("--systems", default="onorm,eager,compile,quack,liger")
     a = ap.parse_args()
+    shapes = lambda arg: [tuple(int(v) for v in t.split("x")) for t in arg.split(",") if t]
+    systems = a.systems.split(",")
+    peers = {}
+    for name, module in (("quack", "quack.cross_entropy"), ("liger", "liger_kernel.ops.cross_entropy")):
+        if name in systems:
+            try:
+                peers[name] = importlib.import_module(module)
+            except Exception as e:  # noqa: BLE001  (reported; the others still run)
+                print(f"{name}: import failed: {e}", flush=True)
     lib = ctypes.CDLL(a.lib)
     ctx = ctypes.c_void_p()
     assert lib.onorm_create(2, 0, ctypes.byref(ctx)) == 0, "onorm_create(cuda)"
@@ -52,14 +71,16 @@ def main():
     dynamo.config.cache_size_limit = 100000
     out = []
 
+    triton_copy = copy_kernel()
+
     def copy_us(nbytes):
-        """A copy of nbytes (nbytes read and nbytes written)."""
-        src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda")
+        """A copy of nbytes (nbytes read and nbytes written): the faster of copy_ and Triton's."""
+        src = torch.empty(nbytes // 4, dtype=torch.int32, device="cuda")
         dst = torch.empty_like(src)
-        return do_bench(lambda: dst.copy_(src)) * 1e3
+        return min(do_bench(lambda: dst.copy_(src)), do_bench(lambda: triton_copy(src, dst))) * 1e3
 
     for name, (dt, code) in DTYPES.items():
-        for rows, cols in CE_SHAPES:
+        for rows, cols in shapes(a.ce_shapes):
             x = torch.randn(rows, cols, device="cuda", dtype=dt)
             t = torch.randint(0, cols, (rows,), device="cuda")
             loss = torch.empty(rows, device="cuda")
@@ -78,17 +99,32 @@ def main():
                 l = F.cross_entropy(xg.float(), t)
                 return torch.autograd.grad(l, xg)[0]
 
-            compiled = torch.compile(eager, dynamic=False)
+            fns = {"onorm": ours, "eager": eager}
+            if "compile" in systems:
+                fns["compile"] = torch.compile(eager, dynamic=False)
+            if "quack" in peers:  # loss and the gradient written over the logits
+                fns["quack"] = lambda x=x, t=t: peers["quack"].cross_entropy_fwd(x, t, return_dx=True,
+                                                                                   inplace_backward=True)
+            if "liger" in peers:  # its forward writes the gradient over the logits
+                fns["liger"] = lambda x=x, t=t: peers["liger"].cross_entropy_forward(x, t, None, -100, 0.0, 0.0, "mean",
+                                                                                     None, False)
             nbytes = 2 * x.numel() * x.element_size()
             base = copy_us(x.numel() * x.element_size())
-            times = {"onorm": do_bench(ours) * 1e3, "eager": do_bench(eager) * 1e3, "compile": do_bench(compiled) * 1e3}
+            times = {}
+            for sys_, fn in fns.items():
+                if sys_ not in systems:
+                    continue
+                try:
+                    times[sys_] = do_bench(fn) * 1e3
+                except Exception as e:  # noqa: BLE001
+                    print(f"{sys_} cross_entropy {name} {rows}x{cols} failed: {type(e).__name__}: {e}", flush=True)
             for sys_, us in times.items():
                 out.append(dict(op="cross_entropy", dtype=name, rows=rows, cols=cols, system=sys_, us=round(us, 2),
                                 tbps=round(nbytes / us / 1e6, 3), copy_us=round(base, 2),
                                 pct_copy=round(100 * base / us, 1)))
             del x
     for name, (dt, code) in DTYPES.items():
-        for rows, cols in TOPK_SHAPES:
+        for rows, cols in shapes(a.topk_shapes):
             for k in (8, 64):
                 x = torch.randn(rows, cols, device="cuda", dtype=dt)
                 vals = torch.empty(rows, k, device="cuda", dtype=dt)
@@ -103,11 +139,11 @@ def main():
                 def eager(x=x, k=k):
                     return torch.topk(torch.softmax(x, dim=-1), k, dim=-1)
 
-                compiled = torch.compile(eager, dynamic=False)
                 nbytes = x.numel() * x.element_size()
                 base = copy_us(nbytes) / 2  # a read of the bytes: half a copy of them
-                times = {"onorm": do_bench(ours) * 1e3, "eager": do_bench(eager) * 1e3,
-                         "compile": do_bench(compiled) * 1e3}
+                times = {"onorm": do_bench(ours) * 1e3, "eager": do_bench(eager) * 1e3}
+                if "compile" in systems:
+                    times["compile"] = do_bench(torch.compile(eager, dynamic=False)) * 1e3
                 for sys_, us in times.items():
                     out.append(dict(op=f"softmax_topk{k}", dtype=name, rows=rows, cols=cols, system=sys_,
                                     us=round(us, 2), tbps=round(nbytes / us / 1e6, 3), copy_us=round(base, 2),

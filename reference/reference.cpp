@@ -611,16 +611,21 @@ bool load_row(const onorm_rows& x, int64_t i, std::vector<double>& row, double& 
   return nan;
 }
 
-// log sum_j exp(row_j) of the columns in sel (all columns when sel is NULL), in long double.
-LD lse_of(const std::vector<double>& row, double max, const std::vector<int64_t>* sel) {
-  if (max == -kInfd) return -std::numeric_limits<LD>::infinity();
+// sum_j exp(row_j - max) of the columns in sel (all columns when sel is NULL), in long double.
+LD sum_exp_of(const std::vector<double>& row, double max, const std::vector<int64_t>* sel) {
   LD sum = 0;
   if (sel) {
     for (int64_t c : *sel) sum += std::exp(static_cast<LD>(row[static_cast<size_t>(c)]) - static_cast<LD>(max));
   } else {
     for (double v : row) sum += std::exp(static_cast<LD>(v) - static_cast<LD>(max));
   }
-  return static_cast<LD>(max) + std::log(sum);
+  return sum;
+}
+
+// log sum_j exp(row_j) of the columns in sel (all columns when sel is NULL), in long double.
+LD lse_of(const std::vector<double>& row, double max, const std::vector<int64_t>* sel) {
+  if (max == -kInfd) return -std::numeric_limits<LD>::infinity();
+  return static_cast<LD>(max) + std::log(sum_exp_of(row, max, sel));
 }
 }  // namespace
 
@@ -661,8 +666,10 @@ CrossEntropyResult compute_cross_entropy(const CrossEntropySpec& sp) {
     }
     r.loss[static_cast<size_t>(i)] = static_cast<double>(lse - qx + z * lse * lse);
     const LD a = 1 + 2 * z * lse;
+    // exp(x - max) / sum, not exp(x - lse): lse near FLT_MAX has no digits left for log(sum).
+    const LD sum = sum_exp_of(row, max, nullptr);
     for (int64_t c = 0; c < x.cols; ++c) {
-      const LD p = std::exp(static_cast<LD>(row[static_cast<size_t>(c)]) - lse);
+      const LD p = std::exp(static_cast<LD>(row[static_cast<size_t>(c)]) - static_cast<LD>(max)) / sum;
       const LD q = (c == t ? 1 - ls : 0) + ls / C;
       g[c] = static_cast<double>(gs * (a * p - q));
       // Softmax's bound on the softmax term (1 + 2 z lse) p_j scaled by grad_scale, with the
@@ -742,9 +749,12 @@ TopkResult compute_topk(const onorm_rows& x, int64_t k, bool renormalize) {
       for (int64_t j = 0; j < k; ++j) v[j] = kNaNd;
       continue;
     }
-    const LD lse = renormalize ? lse_of(row, row[static_cast<size_t>(sel[0])], &sel) : lse_of(row, max, nullptr);
+    // exp(x - m) / sum (not exp(x - lse): see compute_cross_entropy).
+    const double m = renormalize ? row[static_cast<size_t>(sel[0])] : max;
+    const LD sum = sum_exp_of(row, m, renormalize ? &sel : nullptr);
     for (int64_t j = 0; j < k; ++j)
-      v[j] = static_cast<double>(std::exp(static_cast<LD>(row[static_cast<size_t>(sel[static_cast<size_t>(j)])]) - lse));
+      v[j] = static_cast<double>(
+          std::exp(static_cast<LD>(row[static_cast<size_t>(sel[static_cast<size_t>(j)])]) - static_cast<LD>(m)) / sum);
   }
   return r;
 }

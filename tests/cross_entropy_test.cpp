@@ -289,6 +289,63 @@ TEST_P(CrossEntropy, LargeVocabularies) {
   }
 }
 
+// Rows at every placement's edge (one block of 1024..8192 columns, clusters of 2..16 slices of
+// 8192 or 16384 columns, and past them), with the hard values where a split can cut them: the
+// target and outliers (+30 over the row, a large offset, values near FLT_MAX in f32) at the
+// first and last column of every even split into 2..16 slices aligned to 4 or 8 elements.
+TEST_P(CrossEntropy, EveryPlacementAndSliceEdge) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  const int64_t widths[] = {1024, 1025, 4096, 4097, 8192, 8193, 16385, 40000, 131072, 131073, 262144, 262145};
+  for (int64_t cols : widths) {
+    std::vector<int64_t> edges;
+    for (int64_t vec : {4, 8})
+      for (int64_t k = 2; k <= 16; ++k) {
+        const int64_t chunk = ((cols + k - 1) / k + vec - 1) / vec * vec;
+        for (int64_t r = 1; r < k && r * chunk < cols; ++r)
+          for (int64_t c : {r * chunk - 1, r * chunk}) edges.push_back(c);
+      }
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    for (onorm_dtype dt : {ONORM_F32, ONORM_BF16}) {
+      Problem p;
+      p.cols = cols;
+      p.rows = 6;
+      p.xt = dt;
+      p.gt = rng() % 2 ? ONORM_F32 : static_cast<int>(dt);
+      p.in_place = p.gt == static_cast<int>(dt) && rng() % 2;
+      p.ls = rng() % 2 ? 0.1 : 0.0;
+      p.z = 0.0;  // z lse^2 of rows near FLT_MAX is beyond a float
+      p.gs = 1.0 / 6;
+      p.shift = rng() % 2 ? 0 : 1;
+      SCOPED_TRACE(describe(p));
+      // Row 0: the target at an edge; 1: outliers at every edge, the target past the first;
+      // 2: offset 100 + outliers; 3: values near FLT_MAX (f32) or 1e30 (bf16) at the edges;
+      // 4: a NaN at an edge; 5: an ignored row with outliers.
+      std::vector<int64_t> t(6);
+      for (int64_t r = 0; r < 6; ++r) t[r] = edges.empty() ? cols - 1 : edges[rng() % edges.size()];
+      t[5] = p.ignore_index;
+      const double big = dt == ONORM_F32 ? 3.0e38 : 1.0e30;
+      auto eng = std::make_shared<std::mt19937_64>(rng());
+      auto is_edge = std::make_shared<std::vector<bool>>(static_cast<size_t>(cols), false);
+      for (int64_t c : edges) (*is_edge)[static_cast<size_t>(c)] = true;
+      Gen gen = [eng, is_edge, t, big](int64_t r, int64_t c) {
+        const bool e = (*is_edge)[static_cast<size_t>(c)];
+        switch (r) {
+          case 0: return cheap_normal(*eng, 0.0, 2.0) + (c == t[0] ? 8.0 : 0.0);
+          case 2: return 100.0 + cheap_normal(*eng, 0.0, 1.0) + (e ? 30.0 : 0.0);
+          case 3: return e ? big * (1.0 - 1e-3 * static_cast<double>(c % 7)) : cheap_normal(*eng, 0.0, 1.0);
+          case 4: return e && c == t[4] ? kNaN : cheap_normal(*eng, 0.0, 1.0);
+          default: return cheap_normal(*eng, 0.0, 1.0) + (e ? 30.0 : 0.0);
+        }
+      };
+      Call run(ctx, p, gen, t);
+      run.run_and_check(ctx);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 // dlogits over logits gives the same bits as out of place (every dtype, strided, unaligned).
 TEST_P(CrossEntropy, InPlaceEqualsOutOfPlace) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());

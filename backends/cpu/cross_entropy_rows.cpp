@@ -21,15 +21,16 @@ using core::ops::CrossEntropy;
 using core::ops::Softmax;
 using Record = CrossEntropy::StateRecord;
 
-// The sum of a row's logits: float sums over fixed chunks, merged pairwise in double.
+// The sum of a row's logits: float sums (scaled: core::kLogitSumScale) over fixed chunks, merged
+// pairwise in double.
 template <typename In>
 double logit_sum(const In* x, int64_t cols) {
   core::PairwiseFold<core::Sum<double>> fold;
   for (int64_t b = 0; b < cols; b += kScalarChunk) {
     const int64_t e = std::min(cols, b + kScalarChunk);
     float s = 0.0f;
-    for (int64_t j = b; j < e; ++j) s += load_as<float>(x, j);
-    fold.push(core::Sum<double>::of(s));
+    for (int64_t j = b; j < e; ++j) s += load_as<float>(x, j) * core::kLogitSumScale;
+    fold.push(core::Sum<double>::of(s * core::kLogitSumUnscale));
   }
   return fold.result().s;
 }

@@ -1,5 +1,5 @@
-// The CUDA entry of cross-entropy (gpu/cross_entropy.hpp).
-#include "cross_entropy.hpp"
+// The CUDA entry of cross-entropy (gpu/cross_entropy_plan.hpp).
+#include "cross_entropy_plan.hpp"
 #include "cuda_runtime.cuh"
 
 namespace onorm {

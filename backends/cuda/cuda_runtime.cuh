@@ -3,6 +3,7 @@
 // launch, thread-block clusters (cluster_rows.cuh, cluster_norm_backward.cuh).
 #pragma once
 
+#include "cluster_cross_entropy.cuh"
 #include "cluster_norm_backward.cuh"
 #include "cluster_rows.cuh"
 #include "cuda_context.hpp"
@@ -65,6 +66,19 @@ class CudaRuntime {
     cudaLaunchConfig_t cfg = config(unsigned(std::min<int64_t>(clusters, a.rows) * K), K, BLOCK, attr);
     cfg.dynamicSmemBytes = smem;
     status = try_call(cudaLaunchKernelEx(&cfg, kern, a, s), "cluster stream launch");
+    return true;
+  }
+
+  // Cross-entropy over clusters of K blocks, slices of `chunk` columns (cluster_cross_entropy.cuh),
+  // a cluster per row; false where none fits.
+  template <typename In, int W, int ITEMS, int BLOCK>
+  bool cross_entropy_cluster(int K, int64_t chunk, const gpu::CrossEntropyArgs& a, onorm_status& status) {
+    auto kern = cluster_cross_entropy_kernel<In, W, ITEMS, BLOCK>;
+    if (K > 8 && resident_clusters(kern, K, BLOCK, 0, status) < 1) return false;
+    const int64_t clusters = std::min<int64_t>(a.rows, gpu::max_blocks<BLOCK>() / K);
+    cudaLaunchAttribute attr[1];
+    const cudaLaunchConfig_t cfg = config(unsigned(clusters * K), K, BLOCK, attr);
+    status = try_call(cudaLaunchKernelEx(&cfg, kern, a, chunk), "cross entropy cluster launch");
     return true;
   }
 

@@ -122,42 +122,5 @@ __global__ void __launch_bounds__(BLOCK) cross_entropy_kernel(CrossEntropyArgs a
   }
 }
 
-// Runs a validated cross-entropy request on warp width WARP with launcher l (launcher.hpp).
-template <int WARP, typename L>
-onorm_status run_cross_entropy(L& l, const onorm_request& q) {
-  const onorm_rows& x = q.in[0];
-  CrossEntropyArgs a{};
-  a.x = x.data;
-  a.x_stride = x.row_stride;
-  a.x_vec = rows_aligned16(x);
-  if (q.outputs > 0) {
-    const onorm_rows& y = q.out[0];
-    a.dx = y.data;
-    a.dx_stride = y.row_stride;
-    a.dx_dtype = y.dtype;
-    // row_args' rule: VEC elements of x's vectors a store, at most 16 bytes.
-    const int64_t vec = 16 / dtype_size(x.dtype);
-    const int64_t store = std::min<int64_t>(vec * dtype_size(y.dtype), 16);
-    a.dx_vec = reinterpret_cast<uintptr_t>(y.data) % static_cast<uintptr_t>(store) == 0 && y.row_stride % vec == 0;
-  }
-  a.targets = q.targets;
-  a.ignore_index = q.ignore_index;
-  a.loss = q.row_out[0];
-  a.lse = q.row_out[1];
-  for (int p = 0; p < ONORM_REQUEST_PARAMS; ++p) a.param[p] = q.param[p];
-  a.rows = x.rows;
-  a.cols = x.cols;
-  a.stage = q.stage;
-  a.state_out = q.state_out;
-  a.state_in = q.state_in;
-  a.cols_offset = q.cols_offset;
-  const unsigned grid = row_blocks(a.rows, l.caps().sms);
-  switch (x.dtype) {
-    case ONORM_F32: return l.template cross_entropy<float, WARP>(grid, a);
-    case ONORM_F16: return l.template cross_entropy<core::f16_bits, WARP>(grid, a);
-    default: return l.template cross_entropy<core::bf16_bits, WARP>(grid, a);
-  }
-}
-
 }  // namespace gpu
 }  // namespace onorm

@@ -8,10 +8,11 @@
 //   caps()                        the context's PlanCaps
 //   (kStaged)   staged_per_sm<R, W, BLOCK>(smem, status), staged<R, W, BLOCK>(grid, smem, coop, a, s)
 //   (kClusters) cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<R, W, ITEMS, BLOCK>(grid, K, a, s),
-//               cluster_stream<R, W, ITEMS, BLOCK>(K, a, s, status)
+//               cluster_stream<R, W, ITEMS, BLOCK>(K, a, s, status),
+//               cross_entropy_cluster<In, W, ITEMS, BLOCK>(K, chunk, a, status)
 #pragma once
 
-#include "cross_entropy.hpp"
+#include "cross_entropy_plan.hpp"
 #include "norm_options.hpp"
 #include "partial_rows.hpp"
 #include "partial_state.hpp"
@@ -71,6 +72,15 @@ class Launcher {
   onorm_status cross_entropy(unsigned grid, const CrossEntropyArgs& a) {
     cross_entropy_kernel<In, W, kCrossEntropyBlock><<<grid, kCrossEntropyBlock, 0, rt_.stream()>>>(a);
     return rt_.check("cross entropy launch");
+  }
+  template <typename In, int W, int ITEMS, int BLOCK>
+  onorm_status cross_entropy_rows(unsigned grid, const CrossEntropyArgs& a) {
+    ce_rows_kernel<In, W, ITEMS, BLOCK><<<grid, BLOCK, 0, rt_.stream()>>>(a);
+    return rt_.check("cross entropy rows launch");
+  }
+  template <typename In, int W, int ITEMS, int BLOCK>
+  bool cross_entropy_cluster(int K, int64_t chunk, const CrossEntropyArgs& a, onorm_status& status) {
+    return rt_.template cross_entropy_cluster<In, W, ITEMS, BLOCK>(K, chunk, a, status);
   }
   template <typename In, int W>
   onorm_status softmax_topk(unsigned grid, const TopkArgs& a) {

@@ -67,9 +67,11 @@ ONORM_DEV core::LogitStats<double> block_logit_stats(const In* x, int64_t cols, 
       for (int j = 0; j < VEC; ++j) {
         const int e = i * VEC + j;
         d += m.exp(v[e] - p);  // padding (-inf) adds 0
-        if ((tid + i * BLOCK) * VEC + j < n) sx += v[e];
+        if ((tid + i * BLOCK) * VEC + j < n) sx += v[e] * core::kLogitSumScale;
       }
-    fold.push(core::LogitStats<float>::of(Stats::state<float>(E, r1, p, &d), sx).as<double>());
+    core::LogitStats<double> step = core::LogitStats<float>::of(Stats::state<float>(E, r1, p, &d), sx).as<double>();
+    step.sum *= core::kLogitSumUnscale;
+    fold.push(step);
   }
   return block_allreduce<WARP, BLOCK>(fold.result(), scratch, CombineOp<core::LogitStats<double>>{});
 }

@@ -1,6 +1,6 @@
-// The HIP entry of cross-entropy (gpu/cross_entropy.hpp), per warp width; as in hip_rows.hip.in, a device
+// The HIP entry of cross-entropy (gpu/cross_entropy_plan.hpp), per warp width; as in hip_rows.hip.in, a device
 // pass instantiates only its own width, and HIP on NVIDIA only 32.
-#include "gpu/cross_entropy.hpp"
+#include "gpu/cross_entropy_plan.hpp"
 #include "hip_rows.hpp"
 
 namespace onorm {

@@ -19,7 +19,7 @@
 #include "reference.hpp"
 #include "simt_device.hpp"
 // After the emulator's names: the device templates (through the sim shim).
-#include "gpu/cross_entropy.hpp"
+#include "gpu/cross_entropy_plan.hpp"
 #include "gpu/partial_rows.hpp"
 #include "gpu/partial_state.hpp"
 #include "gpu/softmax_topk.hpp"
@@ -33,6 +33,7 @@ namespace ops = onorm::core::ops;
 // The launcher's calls these kernels use, on the emulator (host memory).
 class DriverLauncher : public onorm_sim_test::SimKernels {
  public:
+  static constexpr bool kClusters = false;
   explicit DriverLauncher(int warp) : SimKernels(warp, int64_t(1) << 18) {}
   template <typename R, int W, int ITEMS, int BLOCK, int MODE>
   onorm_status split(unsigned gx, unsigned gy, const gpu::RowArgs& a, const gpu::SplitArgs& s) {
@@ -59,6 +60,10 @@ class DriverLauncher : public onorm_sim_test::SimKernels {
   template <typename In, int W>
   onorm_status cross_entropy(unsigned grid, const gpu::CrossEntropyArgs& a) {
     return run(grid, 1, gpu::kCrossEntropyBlock, [a] { gpu::cross_entropy_kernel<In, W, gpu::kCrossEntropyBlock>(a); });
+  }
+  template <typename In, int W, int ITEMS, int BLOCK>
+  onorm_status cross_entropy_rows(unsigned grid, const gpu::CrossEntropyArgs& a) {
+    return run(grid, 1, BLOCK, [a] { gpu::ce_rows_kernel<In, W, ITEMS, BLOCK>(a); });
   }
   template <typename In, int W>
   onorm_status softmax_topk(unsigned grid, const gpu::TopkArgs& a) {

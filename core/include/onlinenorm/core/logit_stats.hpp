@@ -8,6 +8,12 @@
 namespace onorm {
 namespace core {
 
+// The scale float sums of x are taken at: partial sums of logits near FLT_MAX stay finite, and a
+// power of two keeps x's own roundings (|x| >= 2^-62; smaller terms are far below any bound).
+// The state's sum is x's.
+constexpr float kLogitSumScale = 0x1p-64f;
+constexpr double kLogitSumUnscale = 0x1p64;
+
 template <typename T>
 struct LogitStats {
   MaxSum<T> ms;

@@ -40,45 +40,67 @@ struct CrossEntropy {
     return t != ignore_index && t >= 0 && t < cols;
   }
 
-  // The row's loss (and lse when asked) and its gradient's coefficients. x_t is the target's
-  // logit when reads_target, else anything.
-  ONORM_HD_INLINE static Coefs row(const LogitStats<double>& s, int64_t cols, int64_t t, int64_t ignore_index,
-                                   double x_t, const Params& p, float* loss, float* lse) {
-    const double ls = p.label_smoothing, z = p.z_loss, gs = p.grad_scale;
+  // The row's loss and lse (when asked), in double. x_t is the target's logit when
+  // reads_target, else anything.
+  ONORM_HD_INLINE static void loss_lse(const LogitStats<double>& s, int64_t cols, int64_t t, int64_t ignore_index,
+                                       double x_t, const Params& p, float* loss, float* lse) {
+    const double ls = p.label_smoothing, z = p.z_loss;
     const double m = s.ms.m, d = s.ms.d;
     const bool empty = m == neg_infinity<double>() && !is_nan(d);  // every logit -inf
     const double lse_v = empty ? neg_infinity<double>() : m + log_of(d);
     if (lse) *lse = static_cast<float>(lse_v);
-    Coefs c;
-    c.pivot = empty ? 0.0f : static_cast<float>(m);
-    c.target = -1;
-    c.zero = 0;
     if (t == ignore_index) {
       *loss = 0.0f;
-      c.scale = c.shift = c.target_shift = 0.0f;
-      c.zero = 1;
-      return c;
+      return;
     }
-    const double nan = static_cast<double>(NAN);
     // A target outside the row, or a row of only -inf logits (no softmax to take, a NaN loss as
-    // torch gives): NaN loss and gradient.
+    // torch gives): NaN.
     if (t < 0 || t >= cols || empty) {
-      *loss = static_cast<float>(nan);
-      c.scale = c.shift = c.target_shift = static_cast<float>(nan);
-      return c;
+      *loss = static_cast<float>(static_cast<double>(NAN));
+      return;
     }
     double loss_v = lse_v;
     if (ls < 1.0) loss_v -= (1.0 - ls) * x_t;
     if (ls > 0.0) loss_v -= ls * (s.sum / static_cast<double>(cols));
     if (z > 0.0) loss_v += z * lse_v * lse_v;
     *loss = static_cast<float>(loss_v);
-    const double a = z > 0.0 ? 1.0 + 2.0 * z * lse_v : 1.0;
-    const double b = gs * ls / static_cast<double>(cols);
+  }
+
+  // The gradient's coefficients of the row, computed in T (float: a few units in the last place
+  // of softmax's scale, far inside the gradient's bound).
+  template <typename T>
+  ONORM_HD_INLINE static Coefs coefs(const LogitStats<double>& s, int64_t cols, int64_t t, int64_t ignore_index,
+                                     const Params& p) {
+    const T ls = static_cast<T>(p.label_smoothing), z = static_cast<T>(p.z_loss), gs = static_cast<T>(p.grad_scale);
+    const T m = static_cast<T>(s.ms.m), d = static_cast<T>(s.ms.d);
+    const bool empty = m == neg_infinity<T>() && !is_nan(d);
+    Coefs c;
+    c.pivot = empty ? 0.0f : static_cast<float>(m);
+    c.target = -1;
+    c.zero = 0;
+    if (t == ignore_index) {
+      c.scale = c.shift = c.target_shift = 0.0f;
+      c.zero = 1;
+      return c;
+    }
+    if (t < 0 || t >= cols || empty) {
+      c.scale = c.shift = c.target_shift = static_cast<float>(static_cast<double>(NAN));
+      return c;
+    }
+    const T a = z > T(0) ? T(1) + T(2) * z * (m + log_of(d)) : T(1);
+    const T b = gs * ls / static_cast<T>(cols);
     c.scale = static_cast<float>(gs * a / d);
     c.shift = static_cast<float>(b);
-    c.target_shift = static_cast<float>(b + gs * (1.0 - ls));
+    c.target_shift = static_cast<float>(b + gs * (T(1) - ls));
     c.target = t;
     return c;
+  }
+
+  // Both, the coefficients in double.
+  ONORM_HD_INLINE static Coefs row(const LogitStats<double>& s, int64_t cols, int64_t t, int64_t ignore_index,
+                                   double x_t, const Params& p, float* loss, float* lse) {
+    loss_lse(s, cols, t, ignore_index, x_t, p, loss, lse);
+    return coefs<double>(s, cols, t, ignore_index, p);
   }
 
   // A slice's state (rows split by columns across ranks, onlinenorm::nccl): its LogitStats, its
@@ -108,6 +130,18 @@ struct CrossEntropy {
   ONORM_HD_INLINE static LogitStats<double> stats_of(const StateRecord& r) {
     return LogitStats<double>::of(MaxSum<double>::of(r.max, r.sum_exp), r.sum_x);
   }
+
+  // The statistics of a slice of a row with the target's logit where the slice holds it: what
+  // the GPUs' blocks of one row merge (gpu/cross_entropy_rows.hpp: merge_slice_stats). In
+  // double: a float fold's rounding, a few units per level, would near lse's bound at 2^24
+  // columns.
+  struct SliceStats {
+    LogitStats<double> st;
+    float target_logit;
+    int32_t holds_target;
+
+    ONORM_HD_INLINE static SliceStats identity() { return SliceStats{LogitStats<double>::identity(), 0.0f, 0}; }
+  };
 
   // The gradient of element x (at_target: the row's target column).
   template <typename M>

@@ -1,0 +1,87 @@
+// Where a cross-entropy request runs on GPUs, shared by CUDA and HIP: rows of up to 8192
+// columns a block each in registers (ce_rows_kernel, cross_entropy_rows.hpp), longer rows over
+// a thread-block cluster where the device has them (CUDA: cluster_cross_entropy.cuh), slices of
+// 8192 columns up to 16 blocks, then of 16384 (64 elements a thread); anything longer, and a
+// slice's partial states, two reads of the row (cross_entropy_kernel, cross_entropy.hpp).
+#pragma once
+
+#include "cross_entropy.hpp"
+#include "cross_entropy_rows.hpp"
+#include "row_plan.hpp"
+
+namespace onorm {
+namespace gpu {
+
+// Rows over a cluster of blocks of 256 threads with E elements each: false where the row needs
+// more blocks than the device's clusters take, or none fits.
+template <typename In, int WARP, int E, typename L>
+bool try_cross_entropy_cluster(L& l, const CrossEntropyArgs& a, onorm_status& status) {
+  constexpr int VEC = io<In>::kVec;
+  constexpr int64_t kSlice = int64_t(256) * E;
+  const int64_t K = (a.cols + kSlice - 1) / kSlice;
+  if (K > l.caps().cluster_max) return false;
+  // Equal slices (the last may be shorter), each starting on a whole vector.
+  const int64_t per = (a.cols + K - 1) / K;
+  const int64_t chunk = (per + VEC - 1) / VEC * VEC;
+  return l.template cross_entropy_cluster<In, WARP, E / VEC, 256>(static_cast<int>(K), chunk, a, status);
+}
+
+// Runs the request's kernels (a: its arguments, first input In).
+template <typename In, int WARP, typename L>
+onorm_status place_cross_entropy(L& l, const CrossEntropyArgs& a) {
+  constexpr int VEC = io<In>::kVec;
+  const int64_t c = a.cols;
+  if (a.stage == ONORM_STAGE_WHOLE && c > 0) {
+    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(row_blocks(a.rows, l.caps().sms), max_blocks<256>()));
+    if (c <= 128 * 8) return l.template cross_entropy_rows<In, WARP, 8 / VEC, 128>(grid, a);
+    if (c <= 128 * 16) return l.template cross_entropy_rows<In, WARP, 16 / VEC, 128>(grid, a);
+    if (c <= 128 * 32) return l.template cross_entropy_rows<In, WARP, 32 / VEC, 128>(grid, a);
+    if (c <= 256 * 32) return l.template cross_entropy_rows<In, WARP, 32 / VEC, 256>(grid, a);
+    if constexpr (L::kClusters) {
+      if (l.caps().cluster) {
+        onorm_status status = ONORM_OK;
+        if (try_cross_entropy_cluster<In, WARP, 32>(l, a, status) || status != ONORM_OK) return status;
+        if (try_cross_entropy_cluster<In, WARP, 64>(l, a, status) || status != ONORM_OK) return status;
+      }
+    }
+  }
+  return l.template cross_entropy<In, WARP>(row_blocks(a.rows, l.caps().sms), a);
+}
+
+// Runs a validated cross-entropy request on warp width WARP with launcher l (launcher.hpp).
+template <int WARP, typename L>
+onorm_status run_cross_entropy(L& l, const onorm_request& q) {
+  const onorm_rows& x = q.in[0];
+  CrossEntropyArgs a{};
+  a.x = x.data;
+  a.x_stride = x.row_stride;
+  a.x_vec = rows_aligned16(x);
+  if (q.outputs > 0) {
+    const onorm_rows& y = q.out[0];
+    a.dx = y.data;
+    a.dx_stride = y.row_stride;
+    a.dx_dtype = y.dtype;
+    // row_args' rule: VEC elements of x's vectors a store, at most 16 bytes.
+    const int64_t vec = 16 / dtype_size(x.dtype);
+    const int64_t store = std::min<int64_t>(vec * dtype_size(y.dtype), 16);
+    a.dx_vec = reinterpret_cast<uintptr_t>(y.data) % static_cast<uintptr_t>(store) == 0 && y.row_stride % vec == 0;
+  }
+  a.targets = q.targets;
+  a.ignore_index = q.ignore_index;
+  a.loss = q.row_out[0];
+  a.lse = q.row_out[1];
+  for (int p = 0; p < ONORM_REQUEST_PARAMS; ++p) a.param[p] = q.param[p];
+  a.rows = x.rows;
+  a.cols = x.cols;
+  a.stage = q.stage;
+  a.state_out = q.state_out;
+  a.state_in = q.state_in;
+  a.cols_offset = q.cols_offset;
+  switch (x.dtype) {
+    case ONORM_F32: return place_cross_entropy<float, WARP>(l, a);
+    case ONORM_F16: return place_cross_entropy<core::f16_bits, WARP>(l, a);
+    default: return place_cross_entropy<core::bf16_bits, WARP>(l, a);
+  }
+}
+}  // namespace gpu
+}  // namespace onorm

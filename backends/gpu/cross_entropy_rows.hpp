@@ -1,0 +1,182 @@
+// Cross-entropy with the row in registers (core/ops/cross_entropy.hpp; API.md, "cross-entropy"),
+// shared by CUDA and HIP: the logits are read once and the gradient written from registers.
+//   ce_rows_kernel   a block per row, rows of up to BLOCK * ITEMS * VEC columns;
+//   (CUDA) cluster_cross_entropy.cuh: the K blocks of a cluster hold a row, a slice each.
+// A block's slice: its maximum (the block's), then per thread exp(x - max) and x (scaled by
+// core::kLogitSumScale) summed in float in a pairwise tree (at most 64 terms), the threads'
+// sums and the target's logit (from the thread holding it; the others add 0) summed in double
+// in the block's fixed tree: the slice's
+// CrossEntropy::SliceStats. The row's from the slices in a fixed tree; every thread takes the
+// coefficients (CrossEntropy::coefs, in float) from the same bits, one thread the loss (in
+// double). In place: every thread holds its values before the first barrier of the reductions
+// (and, in a cluster, before its block's statistics leave), and nothing is written before every
+// block's statistics are merged.
+// Rows longer than the shapes, and a slice's partial states, take cross_entropy_kernel.
+#pragma once
+
+#include "cross_entropy.hpp"
+#include "dtype_io.hpp"
+#include "reduce.hpp"
+#include "row_chunk.hpp"
+
+namespace onorm {
+namespace gpu {
+
+// The shared memory of a block's reductions: the maximum, then the sums.
+template <int WARP, int BLOCK>
+union CeScratch {
+  float f[BLOCK / WARP];
+  Vals<double, 3> v[BLOCK / WARP];
+};
+
+// Blocks per multiprocessor the register cap leaves room for: up to 32 floats a thread 3 blocks
+// of 256 threads, 64 floats 2.
+template <typename In, int ITEMS, int BLOCK>
+constexpr int ce_min_blocks() {
+  return (ITEMS * io<In>::kVec > 32 ? 2 : 3) * 256 / BLOCK;
+}
+
+// The sum of N floats in a fixed pairwise tree (a[] is overwritten).
+template <int N>
+ONORM_DEV float tree_sum(float* a) {
+#pragma unroll
+  for (int s = 1; s < N; s *= 2)
+#pragma unroll
+    for (int i = 0; i + s < N; i += 2 * s) a[i] += a[i + s];
+  return a[0];
+}
+
+// The statistics of the slice [0, n) of a row that this block holds in v (the layout of
+// load_items with STRIDE = BLOCK; padding -inf). tl: the target's column in the slice, or -1.
+// Every thread gets the same bits; ends with a barrier.
+template <typename In, int WARP, int ITEMS, int BLOCK>
+ONORM_DEV core::ops::CrossEntropy::SliceStats ce_slice_stats(const float* v, int n, int lane, int tl,
+                                                             CeScratch<WARP, BLOCK>& sc) {
+  using Stats = core::ops::SoftmaxStatistics;
+  constexpr int VEC = io<In>::kVec;
+  const GpuMath m;
+  float r = core::neg_infinity<float>();
+#pragma unroll
+  for (int e = 0; e < ITEMS * VEC; ++e) r = shim::nan_max(r, v[e]);
+  const float mx = block_allreduce<WARP, BLOCK>(r, sc.f, MaxOp{});
+  const float p = Stats::pivot(mx, n);
+  float d_items[ITEMS], x_items[ITEMS], xt = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    float d[VEC], x[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const int c = (lane + i * BLOCK) * VEC + j;
+      d[j] = m.exp(v[i * VEC + j] - p);  // padding (-inf) adds 0
+      x[j] = c < n ? v[i * VEC + j] * core::kLogitSumScale : 0.0f;
+      if (c == tl) xt = v[i * VEC + j];
+    }
+    d_items[i] = tree_sum<VEC>(d);
+    x_items[i] = tree_sum<VEC>(x);
+  }
+  Vals<double, 3> s{{tree_sum<ITEMS>(d_items), tree_sum<ITEMS>(x_items), xt}};
+  s = block_allreduce<WARP, BLOCK>(s, sc.v, AddOp{});
+  const core::MaxSum<double> ms =
+      mx == core::neg_infinity<float>() ? core::MaxSum<double>::identity() : core::MaxSum<double>::of(p, s.v[0]);
+  return core::ops::CrossEntropy::SliceStats{core::LogitStats<double>::of(ms, s.v[1] * core::kLogitSumUnscale), static_cast<float>(s.v[2]),
+                                             tl >= 0 ? 1 : 0};
+}
+
+// The row's statistics from one slice's per lane of a warp (lanes past the slices: the
+// identity), every lane getting the same bits: the batched form of the slices' combine, the
+// maximum M first, then sum_k d_k exp(m_k - M), the sums of x and the target's logit in fixed
+// trees of double adds. The rescale in float: a few units in the last place of each term, far
+// inside lse's bound (a combine per tree level in double waits on an exp in double per level).
+template <int WARP>
+ONORM_DEV core::ops::CrossEntropy::SliceStats merge_slice_stats(const core::ops::CrossEntropy::SliceStats& s, int lane) {
+  const GpuMath m;
+  const float mk = static_cast<float>(s.st.ms.m);
+  const float mx = group_allreduce<WARP>(mk, lane, MaxOp{});
+  // A slice at -inf adds 0 (-inf - -inf would be NaN); mx = +inf makes the row NaN (inf - inf),
+  // as MaxSum's combine does.
+  const double dk = mk == core::neg_infinity<float>() ? 0.0 : s.st.ms.d * static_cast<double>(m.exp(mk - mx));
+  Vals<double, 3> v{{dk, s.st.sum, s.holds_target ? static_cast<double>(s.target_logit) : 0.0}};
+  v = group_allreduce<WARP>(v, lane, AddOp{});
+  const float holds = group_allreduce<WARP>(static_cast<float>(s.holds_target), lane, MaxOp{});
+  const core::MaxSum<double> ms =
+      mx == core::neg_infinity<float>() ? core::MaxSum<double>::identity() : core::MaxSum<double>::of(mx, v.v[0]);
+  return core::ops::CrossEntropy::SliceStats{core::LogitStats<double>::of(ms, v.v[1]), static_cast<float>(v.v[2]),
+                                             holds > 0.0f ? 1 : 0};
+}
+
+// The target's column in the slice [col0, col0 + n) of `row`, or -1 (ignored, out of range or
+// in another slice).
+ONORM_DEV int ce_target_in(const CrossEntropyArgs& a, int64_t t, int64_t col0, int n) {
+  const bool reads = core::ops::CrossEntropy::reads_target(t, a.cols, a.ignore_index);
+  return reads && t >= col0 && t < col0 + n ? static_cast<int>(t - col0) : -1;
+}
+
+// The row's gradient coefficients (in float: every thread takes them), and where `writer` its
+// loss and lse (in double), from the row's merged statistics.
+ONORM_DEV core::ops::CrossEntropy::Coefs ce_row_coefs(const CrossEntropyArgs& a, int64_t row, int64_t t,
+                                                      const core::ops::CrossEntropy::SliceStats& s, bool writer) {
+  using CE = core::ops::CrossEntropy;
+  const CE::Params prm = CE::params(a.param);
+  if (writer) {
+    float loss = 0.0f, lse = 0.0f;
+    CE::loss_lse(s.st, a.cols, t, a.ignore_index, s.target_logit, prm, &loss, a.lse ? &lse : nullptr);
+    a.loss[row] = loss;
+    if (a.lse) a.lse[row] = lse;
+  }
+  return CE::coefs<float>(s.st, a.cols, t, a.ignore_index, prm);
+}
+
+// The gradient of the slice [col0, col0 + n) of `row` from its values in v (overwritten).
+template <typename In, int ITEMS, int BLOCK>
+ONORM_DEV void ce_slice_finish(const CrossEntropyArgs& a, int64_t row, int64_t col0, int n, int lane, float* v,
+                               const core::ops::CrossEntropy::Coefs& cf) {
+  constexpr int VEC = io<In>::kVec;
+  const GpuMath m;
+  const int64_t tl64 = cf.target - col0;
+  const int tl = cf.target >= 0 && tl64 >= 0 && tl64 < n ? static_cast<int>(tl64) : -1;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i)
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const int c = (lane + i * BLOCK) * VEC + j;
+      float& e = v[i * VEC + j];
+      e = cf.zero ? 0.0f : core::ops::CrossEntropy::grad(m, cf, e, c == tl);
+    }
+  const int64_t off = row * a.dx_stride + col0;
+  const bool al = a.dx_vec != 0;
+  switch (a.dx_dtype) {
+    case kF32: store_items<float, VEC, ITEMS, BLOCK>(static_cast<float*>(a.dx) + off, n, lane, v, al); break;
+    case kF16:
+      store_items<core::f16_bits, VEC, ITEMS, BLOCK>(static_cast<core::f16_bits*>(a.dx) + off, n, lane, v, al);
+      break;
+    default:
+      store_items<core::bf16_bits, VEC, ITEMS, BLOCK>(static_cast<core::bf16_bits*>(a.dx) + off, n, lane, v, al);
+      break;
+  }
+}
+
+// Loads this block's slice [col0, col0 + n) of `row` (padding -inf).
+template <typename In, int ITEMS, int BLOCK>
+ONORM_DEV void ce_load_slice(const CrossEntropyArgs& a, int64_t row, int64_t col0, int n, int lane, float* v) {
+  load_items<In, ITEMS, BLOCK>(static_cast<const In*>(a.x) + row * a.x_stride + col0, n, lane, v, a.x_vec != 0,
+                               core::neg_infinity<float>());
+}
+
+// grid: blocks looping over the rows; a.cols <= BLOCK * ITEMS * VEC; stage WHOLE.
+template <typename In, int WARP, int ITEMS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, (ce_min_blocks<In, ITEMS, BLOCK>())) ce_rows_kernel(CrossEntropyArgs a) {
+  __shared__ CeScratch<WARP, BLOCK> sc;
+  const int lane = static_cast<int>(threadIdx.x);
+  const int n = static_cast<int>(a.cols);
+  for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    const int64_t t = a.targets[row];
+    float v[ITEMS * io<In>::kVec];
+    ce_load_slice<In, ITEMS, BLOCK>(a, row, 0, n, lane, v);
+    const core::ops::CrossEntropy::SliceStats s = ce_slice_stats<In, WARP, ITEMS, BLOCK>(v, n, lane, ce_target_in(a, t, 0, n), sc);
+    const core::ops::CrossEntropy::Coefs cf = ce_row_coefs(a, row, t, s, lane == 0);
+    if (a.dx) ce_slice_finish<In, ITEMS, BLOCK>(a, row, 0, n, lane, v, cf);
+  }
+}
+
+}  // namespace gpu
+}  // namespace onorm
