@@ -22,9 +22,10 @@ namespace gpu {
 // frees at least kTopkSlots - kGpuMaxK slots each time.
 constexpr int kTopkSlots = 2048;
 static_assert(2 * core::ops::SoftmaxTopk::kGpuMaxK <= kTopkSlots, "a compaction frees half the buffer");
-// The radix select's digits: 11 bits, so that a first digit below the keys' common high bits
-// spreads a band of candidates over many bins (few atomics on one counter).
-constexpr int kDigitBits = 11;
+// The radix select's digits: 10 bits, so that a first digit below the keys' common high bits
+// spreads a band of candidates over many bins (few atomics on one counter), and the block's
+// shared memory stays under 32 KB (two blocks in a 64 KB CDNA LDS).
+constexpr int kDigitBits = 10;
 constexpr int kDigitBins = 1 << kDigitBits;
 
 // The float a key stands for (SoftmaxTopk::key's inverse; -0 comes back as +0, NaN as a NaN).
