@@ -39,8 +39,8 @@ namespace onorm {
 namespace gpu {
 
 constexpr int kTopkBlock = 256;
-// Elements a thread takes per tile: 8 (f32) or 4 (16-bit) 16-byte loads in flight, and one
-// barrier per BLOCK * 32 elements.
+// Elements a thread takes per tile: 4 (f32) or 2 (16-bit) 16-byte loads in flight, one barrier
+// per BLOCK * 16 elements. 32 spilled 300-500 bytes at 64 registers (sm_90a).
 constexpr int kTopkElems = 16;
 
 struct TopkArgs {
@@ -131,6 +131,8 @@ __device__ __noinline__ void finish_row(Sh& sh, const TopkArgs& a, int64_t row, 
   }
 }
 
+// On NVIDIA, four blocks a multiprocessor (64 registers: sm_90a spills a few words of the
+// filter's state a tile; unbounded it took 128: two blocks, half the loads in flight).
 template <typename In, int WARP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 4 : 1)) softmax_topk_kernel(TopkArgs a) {
   using Sm = core::ops::Softmax;
