@@ -1,16 +1,20 @@
 // Softmax top-k on GPUs (core/ops/softmax_topk.hpp; API.md, "softmax top-k"), shared by CUDA
 // and HIP: softmax_topk_kernel, a block per row (a grid-stride loop over the rows), k up to
-// SoftmaxTopk::kGpuMaxK:
-//   1. the row's softmax coefficients from its MaxSum (row_logit_stats.hpp), unless renormalized;
-//   2. a radix select of the k-th largest key (SoftmaxTopk::key), 8 bits a pass from the top,
-//      with a shared-memory histogram (integer atomics: exact in any order);
-//   3. the candidates in shared memory: every key above the k-th, and the k-th's ties in
-//      column order, tile by tile, until enough are held (a tile's ties all enter: the sort
-//      keeps the lowest columns); a shared slot counter (the order of arrival does not
-//      matter: step 4 orders them);
-//   4. a bitonic sort of the candidates by (key descending, column ascending): SoftmaxTopk::before;
-//   5. the first k: their columns, and their softmax over the row (exp(x - M) / D), or with
-//      renormalize over the k selected (their max, the sum of exp in the block's fixed tree).
+// SoftmaxTopk::kGpuMaxK, the row read once, in tiles of 16-byte vectors:
+//   1. each tile's MaxSum step for the softmax coefficients (as row_logit_stats.hpp; not with
+//      renormalize), folded pairwise in double, merged over the block at the end;
+//   2. the tile's elements that pass the filter enter a buffer of candidates in shared memory
+//      (topk_candidates.hpp). The filter holds back only elements that cannot be in the top k:
+//      at first none; on a long row, in the first tile, keys under the k-th largest of the
+//      threads' maxima (k of its elements are at least that); after a full buffer is compacted
+//      to its top k, keys under the k-th. Past a tile every entry held has a lower column than
+//      what follows, so the k-th's ties stop entering. One compare per element and one barrier
+//      per tile (an OR of "some element passed") in the common case;
+//   3. the buffer compacted to the top k and sorted by (key descending, column ascending):
+//      SoftmaxTopk::before;
+//   4. their columns, and their softmax over the row (exp(x - M) / D), or with renormalize over
+//      the k selected (their max, the sum of exp in the block's fixed tree). Values come from
+//      the keys (no second read).
 // An all -inf row gives values 0 and columns 0..k-1 (all keys tie); a NaN row NaN values
 // (NaN keys come first) and k distinct columns. A row's results depend on that row alone.
 #pragma once
@@ -20,21 +24,24 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "dtype_io.hpp"
+#include "math.hpp"
+#include "onlinenorm/core/max_sum.hpp"
 #include "onlinenorm/core/ops/softmax.hpp"
 #include "onlinenorm/core/ops/softmax_topk.hpp"
+#include "onlinenorm/core/pairwise.hpp"
+#include "reduce.hpp"
 #include "row_args.hpp"
 #include "row_logit_stats.hpp"
+#include "topk_candidates.hpp"
 
 namespace onorm {
 namespace gpu {
 
 constexpr int kTopkBlock = 256;
-// Candidates held at once: the keys above the k-th (k - need), ties up to need - 1 before the
-// last tile, and that tile's (at most a block's): under k + kTopkBlock, a power of two above.
-constexpr int kTopkSlots = 2048;
-static_assert(core::ops::SoftmaxTopk::kGpuMaxK + kTopkBlock <= kTopkSlots, "the candidates fit");
-constexpr int kRadixBits = 8;
-constexpr int kRadixBins = 1 << kRadixBits;
+// Elements a thread takes per tile: 4 (f32) or 2 (16-bit) 16-byte loads in flight, one barrier
+// per BLOCK * 16 elements. 32 spilled 300-500 bytes at 64 registers (sm_90a).
+constexpr int kTopkElems = 16;
 
 struct TopkArgs {
   const void* x;
@@ -50,159 +57,127 @@ struct TopkArgs {
 
 // The shared memory of a block's row.
 template <int WARP, int BLOCK>
-struct TopkShared {
-  unsigned long long hist[kRadixBins];
-  uint32_t keys[kTopkSlots];
-  int64_t cols[kTopkSlots];
-  core::LogitStats<double> stats[BLOCK / WARP];
+struct TopkShared : TopkCandidates<WARP, BLOCK> {
+  core::MaxSum<double> stats[BLOCK / WARP];
   float sums[BLOCK / WARP];
-  uint32_t prefix;
-  int64_t need;
-  int count, ties;
 };
 
-// Step 2: the k-th largest key of the row and how many of its ties the top k hold (need, >= 1).
-template <typename In, int BLOCK, typename Sh>
-ONORM_DEV uint32_t kth_key(const In* x, int64_t cols, int64_t k, Sh& sh, int64_t& need_out) {
+// What a row has gathered so far: the filter and the entries held.
+struct TopkState {
+  TopkFilter f;
+  int count;
+};
+
+// The cold part of a tile, where some element of the block passed the filter's floor: the
+// threads that hold one load their elements again (from the cache: the tile was just read) and
+// append those that pass the filter. Not inlined: the tile loop keeps its elements in
+// registers (an array handed to a call would live in local memory).
+template <typename In, int WARP, int BLOCK, int E, typename Sh>
+__device__ __noinline__ TopkState append_tile(Sh& sh, const In* x, int64_t base, int n, bool aligned, bool mine,
+                                              int k, int64_t cols, TopkState s) {
   using Topk = core::ops::SoftmaxTopk;
+  constexpr int VEC = io<In>::kVec;
   const int tid = static_cast<int>(threadIdx.x);
-  uint32_t prefix = 0;
-  int64_t need = k;
-  for (int shift = 32 - kRadixBits; shift >= 0; shift -= kRadixBits) {
-    for (int b = tid; b < kRadixBins; b += BLOCK) sh.hist[b] = 0;
-    shim::sync_threads();
-    const uint32_t high = shift + kRadixBits >= 32 ? 0u : ~0u << (shift + kRadixBits);  // the digits chosen
-    // A thread counts a run of one bin before its atomic: rows of many equal keys (masked,
-    // all -inf) would otherwise queue every element on one counter.
-    int run_bin = -1;
-    unsigned long long run = 0;
-    for (int64_t c = tid; c < cols; c += BLOCK) {
-      const uint32_t key = Topk::key(io<In>::load1(x + c));
-      if ((key & high) != prefix) continue;
-      const int bin = static_cast<int>((key >> shift) & (kRadixBins - 1));
-      if (bin != run_bin) {
-        if (run) atomicAdd(&sh.hist[run_bin], run);
-        run_bin = bin;
-        run = 0;
-      }
-      ++run;
-    }
-    if (run) atomicAdd(&sh.hist[run_bin], run);
-    shim::sync_threads();
-    if (tid == 0) {
-      // From the top bin down: the bin where the count reaches `need`.
-      int64_t above = 0;
-      int b = kRadixBins - 1;
-      for (; b > 0; --b) {
-        const int64_t h = static_cast<int64_t>(sh.hist[b]);
-        if (above + h >= need) break;
-        above += h;
-      }
-      sh.prefix = prefix | (static_cast<uint32_t>(b) << shift);
-      sh.need = need - above;
-    }
-    shim::sync_threads();
-    prefix = sh.prefix;
-    need = sh.need;
+  auto col = [&](int e) { return base + (tid + (e / VEC) * BLOCK) * VEC + e % VEC; };
+  float v[E];
+  uint32_t mask = 0;
+  if (mine) {
+    load_items<In, E / VEC, BLOCK, VEC>(x + base, n, tid, v, aligned, core::neg_infinity<float>());
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      if (col(e) < cols && s.f.pass(Topk::key(v[e]), col(e))) mask |= 1u << e;
   }
-  need_out = need;
-  return prefix;
+  append<WARP, BLOCK, E>(sh, mask, v, col, k, cols, s.count, s.f);
+  return s;
 }
 
-// Step 3: the candidates into sh.keys / sh.cols; returns their count.
-template <typename In, int BLOCK, typename Sh>
-ONORM_DEV int gather_candidates(const In* x, int64_t cols, int64_t k, uint32_t kth, int64_t need, Sh& sh) {
-  using Topk = core::ops::SoftmaxTopk;
-  const int tid = static_cast<int>(threadIdx.x);
-  if (tid == 0) sh.count = sh.ties = 0;
+// The first tile's filter on a long row: keys under the k-th largest of the threads' maxima
+// (k <= BLOCK) stay out, as k of its elements are at least that. Not inlined (as append_tile).
+template <int WARP, int BLOCK, typename Sh>
+__device__ __noinline__ TopkFilter first_bound(Sh& sh, uint32_t max_key, int k) {
+  sh.keys[threadIdx.x] = max_key;
   shim::sync_threads();
-  bool ties_open = true;  // fewer than `need` ties held before this tile
-  for (int64_t base = 0; base < cols; base += BLOCK) {
-    const int64_t c = base + tid;
-    if (c < cols) {
-      const uint32_t key = Topk::key(io<In>::load1(x + c));
-      if (key > kth || (key == kth && ties_open)) {
-        const int slot = atomicAdd(&sh.count, 1);
-        if (key == kth) atomicAdd(&sh.ties, 1);
-        if (slot < kTopkSlots) {  // always (kTopkSlots): never out of bounds
-          sh.keys[slot] = key;
-          sh.cols[slot] = c;
-        }
-      }
-    }
-    shim::sync_threads();
-    const int64_t ties = sh.ties, above = sh.count - ties;
-    shim::sync_threads();  // every thread has read the counts before the next tile's atomics
-    ties_open = ties < need;
-    if (!ties_open && above >= k - need) break;  // block-uniform: every key above the k-th is held
-  }
-  return sh.count < kTopkSlots ? sh.count : kTopkSlots;
+  return select_kth<WARP, BLOCK>(sh, BLOCK, k, 0, true);
 }
 
-// Step 4: sorts the n candidates by SoftmaxTopk::before (padded to a power of two with entries
-// that come last: key 0 is no value's key, NaN's being the largest).
-template <int BLOCK, typename Sh>
-ONORM_DEV void sort_candidates(int n, Sh& sh) {
-  using Topk = core::ops::SoftmaxTopk;
-  const int tid = static_cast<int>(threadIdx.x);
-  int n2 = 1;
-  while (n2 < n) n2 <<= 1;
-  for (int i = n + tid; i < n2; i += BLOCK) {
-    sh.keys[i] = 0;
-    sh.cols[i] = INT64_MAX;
-  }
-  shim::sync_threads();
-  for (int size = 2; size <= n2; size <<= 1)
-    for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      for (int i = tid; i < n2; i += BLOCK) {
-        const int j = i ^ stride;
-        if (j <= i) continue;
-        const bool forward = (i & size) == 0;  // this pair's run is in `before` order
-        const bool j_first = Topk::before(sh.keys[j], sh.cols[j], sh.keys[i], sh.cols[i]);
-        if (j_first == forward) {
-          const uint32_t tk = sh.keys[i];
-          sh.keys[i] = sh.keys[j];
-          sh.keys[j] = tk;
-          const int64_t tc = sh.cols[i];
-          sh.cols[i] = sh.cols[j];
-          sh.cols[j] = tc;
-        }
-      }
-      shim::sync_threads();
-    }
-}
-
-template <typename In, int WARP, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) softmax_topk_kernel(TopkArgs a) {
+// The row's end: the buffer compacted to the top k and sorted, their values (from the row's
+// MaxSum ms, or renormalized) and columns stored. Not inlined: the tile loop's registers are
+// not held for it.
+template <int WARP, int BLOCK, typename Sh>
+__device__ __noinline__ void finish_row(Sh& sh, const TopkArgs& a, int64_t row, int count, core::MaxSum<double> ms) {
   using Sm = core::ops::Softmax;
+  const GpuMath m;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int k = static_cast<int>(a.k);
+  if (count > k) compact<WARP, BLOCK>(sh, count, k, select_kth<WARP, BLOCK>(sh, count, k, a.cols, false));
+  sort_entries<BLOCK>(sh, k);
+  Sm::Coefs<float> cf;
+  bool ok;
+  if (a.renormalize) {
+    // The softmax of the k selected: their max is the first's value (NaN first, if any).
+    const float top = value_of_key(sh.keys[0]);
+    const float p = Sm::pivot(top, a.k);
+    float d = 0.0f;
+    for (int i = tid; i < k; i += BLOCK) d += m.exp(value_of_key(sh.keys[i]) - p);
+    d = block_allreduce<WARP, BLOCK>(d, sh.sums, AddOp{});
+    cf = Sm::narrow(Sm::coefs(Sm::state<float>(a.k, top, p, &d), Sm::Params{}, ok));
+  } else {
+    cf = Sm::narrow(Sm::coefs(ms, Sm::Params{}, ok));
+  }
+  for (int i = tid; i < k; i += BLOCK) {
+    const float v = value_of_key(sh.keys[i]);
+    store_dtype(a.values, a.values_dtype, row * a.values_stride + i, Sm::finish(m, cf, &v, &v));
+    a.indices[row * a.k + i] = sh.cols[i];
+  }
+}
+
+// On NVIDIA, four blocks a multiprocessor (64 registers: sm_90a spills a few words of the
+// filter's state a tile; unbounded it took 128: two blocks, half the loads in flight).
+template <typename In, int WARP, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 4 : 1)) softmax_topk_kernel(TopkArgs a) {
+  using Sm = core::ops::Softmax;
+  using Topk = core::ops::SoftmaxTopk;
+  constexpr int VEC = io<In>::kVec, E = kTopkElems, ITEMS = E / VEC;
+  constexpr int64_t kTile = int64_t(BLOCK) * E;
+  static_assert(E <= 32, "a thread's elements of a tile in one 32-bit mask");
   __shared__ TopkShared<WARP, BLOCK> sh;
   const GpuMath m;
   const int tid = static_cast<int>(threadIdx.x);
+  const int k = static_cast<int>(a.k);
+  // The threads' maxima bound the k-th from below only where k threads hold elements; a row
+  // that fits the buffer needs no bound.
+  const bool bound_first = a.cols > kTopkSlots && k <= BLOCK;
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const In* x = static_cast<const In*>(a.x) + row * a.x_stride;
-    Sm::Coefs<float> cf{0.0f, 0.0f};
-    bool ok;
-    if (!a.renormalize) cf = Sm::narrow(Sm::coefs(block_logit_stats<In, WARP, BLOCK>(x, a.cols, a.x_vec != 0, sh.stats).ms,
-                                                  Sm::Params{}, ok));
-    int64_t need = 0;
-    const uint32_t kth = kth_key<In, BLOCK>(x, a.cols, a.k, sh, need);
-    const int n = gather_candidates<In, BLOCK>(x, a.cols, a.k, kth, need, sh);
-    sort_candidates<BLOCK>(n, sh);
-    if (a.renormalize) {
-      // The softmax of the k selected: their max is the first's value (NaN first, if any).
-      const float top = io<In>::load1(x + sh.cols[0]);
-      const float p = Sm::pivot(top, a.k);
-      float d = 0.0f;
-      for (int64_t i = tid; i < a.k; i += BLOCK) d += m.exp(io<In>::load1(x + sh.cols[i]) - p);
-      d = block_allreduce<WARP, BLOCK>(d, sh.sums, AddOp{});
-      cf = Sm::narrow(Sm::coefs(Sm::state<float>(a.k, top, p, &d), Sm::Params{}, ok));
+    core::PairwiseFold<core::MaxSum<double>> fold;
+    TopkState s{TopkFilter::all(), 0};
+    for (int64_t base = 0; base < a.cols; base += kTile) {
+      const int n = static_cast<int>(a.cols - base < kTile ? a.cols - base : kTile);
+      float v[E];
+      load_items<In, ITEMS, BLOCK, VEC>(x + base, n, tid, v, a.x_vec != 0, core::neg_infinity<float>());
+      float r1 = core::neg_infinity<float>();
+#pragma unroll
+      for (int e = 0; e < E; ++e) r1 = shim::nan_max(r1, v[e]);
+      if (!a.renormalize) {
+        const float p = Sm::pivot(r1, E);
+        float d = 0.0f;
+#pragma unroll
+        for (int e = 0; e < E; ++e) d += m.exp(v[e] - p);  // padding (-inf) adds 0
+        fold.push(Sm::state<double>(E, r1, p, &d));
+      }
+      if (base == 0 && bound_first) s.f = first_bound<WARP, BLOCK>(sh, Topk::key(r1), k);
+      const float lo = s.f.floor();
+      bool any = false;
+#pragma unroll
+      for (int e = 0; e < E; ++e) any |= !(v[e] < lo);
+      if (shim::sync_threads_or(any))
+        s = append_tile<In, WARP, BLOCK, E>(sh, x, base, n, a.x_vec != 0, any, k, a.cols, s);
+      s.f.ties = false;  // later tiles' columns are above every entry's
     }
-    for (int64_t i = tid; i < a.k; i += BLOCK) {
-      const int64_t c = sh.cols[i];
-      const float v = io<In>::load1(x + c);
-      store_dtype(a.values, a.values_dtype, row * a.values_stride + i, Sm::finish(m, cf, &v, &v));
-      a.indices[row * a.k + i] = c;
-    }
+    core::MaxSum<double> ms = core::MaxSum<double>::identity();
+    if (!a.renormalize) ms = block_allreduce<WARP, BLOCK>(fold.result(), sh.stats, CombineOp<core::MaxSum<double>>{});
+    shim::sync_threads();  // the last entries written
+    finish_row<WARP, BLOCK>(sh, a, row, s.count, ms);
     shim::sync_threads();  // the shared arrays are the next row's
   }
 }

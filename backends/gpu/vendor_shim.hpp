@@ -23,6 +23,7 @@
 //                                   error where it cannot meet it): the caps measured on NVIDIA
 //                                   apply only where it is.
 //   sync_threads()                  block barrier.
+//   sync_threads_or(p)              block barrier that returns whether p was non-zero in any thread.
 //   ONORM_DYNAMIC_SMEM(name)        declares `unsigned char* name`-like access to the block's
 //                                   dynamic shared memory (16-byte aligned).
 //   cp_async_16(smem, gmem), cp_async_commit(), cp_async_wait<N>()
@@ -85,6 +86,7 @@ ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) {
   __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
 }
 ONORM_DEV void sync_threads() { __syncthreads(); }
+ONORM_DEV int sync_threads_or(int p) { return __syncthreads_or(p); }
 // Asynchronous global -> shared copies (here synchronous; a HIP branch may do better).
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) {
   *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
@@ -159,6 +161,7 @@ ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) {
   asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 ONORM_DEV void sync_threads() { __syncthreads(); }
+ONORM_DEV int sync_threads_or(int p) { return __syncthreads_or(p); }
 // Asynchronous 16-byte global -> shared copy (cp.async, sm_80+), grouped by commit; wait<N>
 // returns when at most N of this thread's groups are still in flight.
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) {

@@ -278,6 +278,112 @@ TEST(DriverOps, SoftmaxTopk) {
   }
 }
 
+// Rows that drive the candidate buffer's paths (topk_candidates.hpp): widths past the buffer
+// (2048) and past a tile, ties at the k-th beyond what the buffer holds (constant, all -inf,
+// half -inf, few distinct bf16 values), rising rows (every tile floods the buffer), outliers,
+// NaN; checked as run_topk checks, on both warp widths.
+enum class TopkRow { normal, constant, half_inf, all_inf, few_values, rising, outliers, nan };
+
+template <int W>
+void run_topk_rows(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, const std::vector<TopkRow>& kinds,
+                   std::mt19937_64& rng, int64_t offset = 1) {
+  SCOPED_TRACE("W" + std::to_string(W) + " dtype " + std::to_string(int(t)) + " cols " + std::to_string(cols) +
+               " k " + std::to_string(k) + (renormalize ? " renormalized" : "") + " offset " + std::to_string(offset));
+  const int64_t rows = static_cast<int64_t>(kinds.size());
+  // offset 0: every row 16-byte aligned (the vector loads); else unaligned rows.
+  Rows x(t, rows, cols, offset == 0 ? (cols + 7) / 8 * 8 + 8 : cols + 3, offset);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      double v = 2.0 * n01(rng);
+      switch (kinds[i]) {
+        case TopkRow::normal: break;
+        case TopkRow::constant: v = 1.5; break;
+        case TopkRow::half_inf: v = j % 2 ? -kInf : 0.25 * double(rng() % 3); break;
+        case TopkRow::all_inf: v = -kInf; break;
+        case TopkRow::few_values: v = double(int(rng() % 5)) - 2.0; break;
+        case TopkRow::rising: v = double(j) * 1e-3; break;
+        case TopkRow::outliers: v = rng() % 1000 == 0 ? 50.0 + n01(rng) : n01(rng); break;
+        case TopkRow::nan: if (j == cols / 3) v = kNaN; break;
+      }
+      x.set(i, j, v);
+    }
+  Rows v(ONORM_F32, rows, k, k + 1);
+  std::vector<int64_t> idx(rows * k, -1);
+  onorm_request q{};
+  q.op = ONORM_OP_SOFTMAX_TOPK;
+  q.inputs = q.outputs = 1;
+  q.in[0] = x.r;
+  q.out[0] = v.r;
+  q.k = k;
+  q.renormalize = renormalize;
+  q.indices = idx.data();
+  DriverLauncher l(W);
+  ASSERT_EQ(gpu::run_softmax_topk<W>(l, q), ONORM_OK) << l.errors();
+  ASSERT_TRUE(l.errors().empty()) << l.errors();
+  for (int64_t i = 0; i < rows; ++i) {
+    SCOPED_TRACE("row " + std::to_string(i) + " kind " + std::to_string(int(kinds[i])));
+    if (kinds[i] == TopkRow::nan) {
+      std::set<int64_t> seen(idx.begin() + i * k, idx.begin() + (i + 1) * k);
+      EXPECT_EQ(int64_t(seen.size()), k);
+      EXPECT_GE(*seen.begin(), 0);
+      EXPECT_LT(*seen.rbegin(), cols);
+      EXPECT_TRUE(seen.count(cols / 3)) << "the NaN is the first key";
+      for (int64_t s = 0; s < k; ++s) EXPECT_TRUE(std::isnan(v.get(i, s)));
+      continue;
+    }
+    std::vector<int64_t> order(cols);
+    for (int64_t j = 0; j < cols; ++j) order[j] = j;
+    auto key = [&](int64_t j) { return ops::SoftmaxTopk::key(static_cast<float>(x.get(i, j))); };
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return key(a) > key(b); });
+    double m = -kInf, d = 0;
+    const int64_t n = renormalize ? k : cols;
+    for (int64_t s = 0; s < n; ++s) m = std::max(m, x.get(i, order[s]));
+    for (int64_t s = 0; s < n; ++s) d += m == -kInf ? 0.0 : std::exp(x.get(i, order[s]) - m);
+    int bad = 0;
+    for (int64_t s = 0; s < k && bad < 3; ++s) {
+      if (idx[i * k + s] != order[s]) {
+        ADD_FAILURE() << "slot " << s << ": column " << idx[i * k + s] << ", want " << order[s];
+        ++bad;
+        continue;
+      }
+      const double want = m == -kInf ? 0.0 : std::exp(x.get(i, order[s]) - m) / d;
+      if (!(std::fabs(v.get(i, s) - want) <= 1e-5 * want + 1e-30)) {
+        ADD_FAILURE() << "slot " << s << ": value " << v.get(i, s) << ", want " << want;
+        ++bad;
+      }
+    }
+  }
+}
+
+TEST(DriverOps, SoftmaxTopkCandidates) {
+  std::mt19937_64 rng(12);
+  using R = TopkRow;
+  const std::vector<R> all{R::normal, R::constant, R::half_inf, R::all_inf, R::few_values, R::rising, R::outliers, R::nan};
+  for (int64_t cols : {1, 3, 127, 1025}) {
+    for (int64_t k : {1, 8, 64, 1024}) {
+      if (k > cols) continue;
+      run_topk_rows<32>(ONORM_F32, cols, k, false, all, rng);
+      run_topk_rows<64>(ONORM_BF16, cols, k, k == 8, all, rng, 0);
+    }
+  }
+  // Past the buffer and past a tile: the first tile's bound (k <= 256), compactions, ties
+  // resolved by column over several digits.
+  for (int64_t k : {1, 8, 64, 256, 257, 1024}) {
+    run_topk_rows<32>(ONORM_F32, 5000, k, false, all, rng);
+    run_topk_rows<64>(ONORM_BF16, 9000, k, k == 64, all, rng);
+  }
+  run_topk_rows<32>(ONORM_F16, 4096 * 4 + 7, 64, false, all, rng, 3);
+}
+
+TEST(DriverOps, SoftmaxTopkWide) {
+  std::mt19937_64 rng(13);
+  using R = TopkRow;
+  run_topk_rows<32>(ONORM_BF16, 65537, 8, false, {R::normal, R::few_values, R::rising, R::outliers, R::half_inf}, rng);
+  run_topk_rows<64>(ONORM_F32, 65537, 1024, true, {R::normal, R::constant, R::rising, R::nan}, rng, 0);
+  run_topk_rows<32>(ONORM_F32, 65537, 64, false, {R::all_inf, R::few_values}, rng, 2);
+}
+
 // ------------------------------------------------------------------ partial row states
 // The rows cut into column slices: each slice's stats, the merge, each slice's finish; y and
 // mean / rstd against the whole row's reference.

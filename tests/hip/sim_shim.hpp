@@ -55,6 +55,17 @@ ONORM_DEV uint16_t f32x2_to_e4m3x2(float lo, float hi) {
 ONORM_DEV uint64_t load_acquire_u64(const uint64_t* p) { return *p; }
 ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) { *p = v; }
 ONORM_DEV void sync_threads() { __syncthreads(); }
+// Three barriers around one flag (one block runs at a time): the first keeps the last call's
+// readers ahead of the reset.
+ONORM_DEV int sync_threads_or(int p) {
+  static int any;
+  __syncthreads();
+  if (::onorm_sim::thread_idx().x == 0 && ::onorm_sim::thread_idx().y == 0 && ::onorm_sim::thread_idx().z == 0) any = 0;
+  __syncthreads();
+  if (p) any = 1;
+  __syncthreads();
+  return any;
+}
 // Synchronous, as in the HIP branch.
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) { std::memcpy(smem, gmem, 16); }
 ONORM_DEV void cp_async_commit() {}
