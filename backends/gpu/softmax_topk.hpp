@@ -1,15 +1,17 @@
 // Softmax top-k on GPUs (core/ops/softmax_topk.hpp; API.md, "softmax top-k"), shared by CUDA
 // and HIP: softmax_topk_kernel, a block per row (a grid-stride loop over the rows), k up to
 // SoftmaxTopk::kGpuMaxK, the row read once, in tiles of 16-byte vectors:
-//   1. each tile's MaxSum step for the softmax coefficients (as row_logit_stats.hpp; not with
-//      renormalize), folded pairwise in double, merged over the block at the end;
+//   1. each tile's terms of the softmax sum (not with renormalize): a thread's running float
+//      sum about a pivot that moves rarely, compensated (TopkSum), merged over the block at
+//      the end in double and moved to the row's max (the first key);
 //   2. the tile's elements that pass the filter enter a buffer of candidates in shared memory
 //      (topk_candidates.hpp). The filter holds back only elements that cannot be in the top k:
 //      at first none; on a long row, in the first tile, keys under the k-th largest of the
 //      threads' maxima (k of its elements are at least that); after a full buffer is compacted
 //      to its top k, keys under the k-th. Past a tile every entry held has a lower column than
-//      what follows, so the k-th's ties stop entering. One compare per element and one barrier
-//      per tile (an OR of "some element passed") in the common case;
+//      what follows, so the k-th's ties stop entering. One compare per tile (its max with the
+//      filter's floor) and one barrier per tile (an OR of "some element passed") in the common
+//      case;
 //   3. the buffer compacted to the top k and sorted by (key descending, column ascending):
 //      SoftmaxTopk::before;
 //   4. their columns, and their softmax over the row (exp(x - M) / D), or with renormalize over
@@ -29,7 +31,6 @@
 #include "onlinenorm/core/max_sum.hpp"
 #include "onlinenorm/core/ops/softmax.hpp"
 #include "onlinenorm/core/ops/softmax_topk.hpp"
-#include "onlinenorm/core/pairwise.hpp"
 #include "reduce.hpp"
 #include "row_args.hpp"
 #include "row_logit_stats.hpp"
@@ -122,6 +123,12 @@ __device__ __noinline__ void finish_row(Sh& sh, const TopkArgs& a, int64_t row, 
     d = block_allreduce<WARP, BLOCK>(d, sh.sums, AddOp{});
     cf = Sm::narrow(Sm::coefs(Sm::state<float>(a.k, top, p, &d), Sm::Params{}, ok));
   } else {
+    // The threads' pivots are tile maxima, the row's max M up to 16 above ms.m: the sum moves
+    // to M (the first key after the sort; a finite row's), in double.
+    if (!core::is_nan(ms.m) && !core::is_nan(ms.d) && !ms.is_identity()) {
+      const double top = value_of_key(sh.keys[0]);
+      ms = core::MaxSum<double>::of(top, ms.d * core::exp_of(ms.m - top));
+    }
     cf = Sm::narrow(Sm::coefs(ms, Sm::Params{}, ok));
   }
   for (int i = tid; i < k; i += BLOCK) {
@@ -131,51 +138,158 @@ __device__ __noinline__ void finish_row(Sh& sh, const TopkArgs& a, int64_t row, 
   }
 }
 
-// On NVIDIA, four blocks a multiprocessor (64 registers: sm_90a spills a few words of the
-// filter's state a tile; unbounded it took 128: two blocks, half the loads in flight).
+// A thread's share of the row's sum of exp, in float: terms exp(x - q) about a pivot q that
+// moves only when a tile's max passes q + kTopkRebase (the sum then rescaled to the new one), so
+// that terms stay under e^16 and a row rescales a few times, not once per new maximum (a slowly
+// rising row would pile up the ex2's error once per tile). q starts at -FLT_MAX, a pivot like
+// any other: an all -inf tile adds exp(-inf) = 0 (a pivot at -inf would make it NaN). Each
+// tile's 16 terms are summed in a tree, the tiles' sums compensated (Kahan): at 2^24 columns a
+// thread's 4096 tiles stay within a few 1e-7 where a plain float sum could lose 2e-4. At the
+// row's end, a MaxSum in double about q (the block merges those; finish_row moves the row's to
+// its max).
+constexpr float kTopkRebase = 16.0f;
+struct TopkSum {
+  float q = -3.402823466e38f;  // the pivot: -FLT_MAX, then a tile's max
+  float s = 0.0f, c = 0.0f;    // sum of exp(x - q), Kahan's compensation
+
+  // A tile's terms (its max r1; padding -inf adds 0).
+  template <int E>
+  ONORM_DEV void push(const float* v, float r1) {
+    if (!(r1 <= q + kTopkRebase)) {  // rare: a max past q + 16, +inf or NaN (the row is NaN)
+      const float f = fast_exp(q - r1);
+      s *= f;
+      c *= f;
+      q = r1;
+    }
+    float t[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) t[e] = fast_exp(v[e] - q);
+#pragma unroll
+    for (int w = 1; w < E; w *= 2)
+#pragma unroll
+      for (int e = 0; e + w < E; e += 2 * w) t[e] += t[e + w];
+    const float y = t[0] - c;
+    const float z = s + y;
+    c = (z - s) - y;
+    s = z;
+  }
+  // The MaxSum about q, in double. No term above 0 (s == 0: only -inf, as q is some tile's max
+  // once any element is above -inf, and its term is 1): the identity. NaN and +inf carry over
+  // (s is NaN).
+  ONORM_DEV core::MaxSum<double> state() const {
+    if (s == 0.0f) return core::MaxSum<double>::identity();
+    return core::MaxSum<double>::of(double(q), double(s) - double(c));
+  }
+};
+
+// The max of a tile's elements (a NaN kept), in a tree.
+template <int E>
+ONORM_DEV float tile_max(const float* v) {
+  float t[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) t[e] = v[e];
+#pragma unroll
+  for (int w = 1; w < E; w *= 2)
+#pragma unroll
+    for (int e = 0; e + w < E; e += 2 * w) t[e] = shim::nan_max(t[e], t[e + w]);
+  return t[0];
+}
+
+// On NVIDIA, four blocks a multiprocessor (64 registers).
+// The row's first tile, a partial last one and every tile of an unaligned row take the plain
+// path (load_items). The whole tiles of an aligned row are software-pipelined: the next tile's
+// 16-byte loads are issued (raw words, converted later) before this tile is processed, so that
+// a thread has two tiles of loads in flight across the barrier; two register sets alternate (a
+// loop unrolled by 2: no moves). A tile where some element of the block passed the filter
+// leaves that loop for the call (append_tile: a call with loads in flight would save them to
+// the stack) and the pipeline starts again after it.
+// The tile's filter is one compare of its max with the floor: the max is below the floor iff
+// every element is (a NaN max passes, as a NaN element does).
 template <typename In, int WARP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 4 : 1)) softmax_topk_kernel(TopkArgs a) {
-  using Sm = core::ops::Softmax;
-  using Topk = core::ops::SoftmaxTopk;
   constexpr int VEC = io<In>::kVec, E = kTopkElems, ITEMS = E / VEC;
   constexpr int64_t kTile = int64_t(BLOCK) * E;
   static_assert(E <= 32, "a thread's elements of a tile in one 32-bit mask");
+  using Raw = RawN<In, VEC>;
+  using Topk = core::ops::SoftmaxTopk;
   __shared__ TopkShared<WARP, BLOCK> sh;
-  const GpuMath m;
   const int tid = static_cast<int>(threadIdx.x);
   const int k = static_cast<int>(a.k);
+  const bool aligned = a.x_vec != 0;
   // The threads' maxima bound the k-th from below only where k threads hold elements; a row
   // that fits the buffer needs no bound.
   const bool bound_first = a.cols > kTopkSlots && k <= BLOCK;
+  // Tiles below `whole` are full and aligned: the pipelined loads.
+  const int64_t whole = aligned ? a.cols / kTile * kTile : 0;
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const In* x = static_cast<const In*>(a.x) + row * a.x_stride;
-    core::PairwiseFold<core::MaxSum<double>> fold;
+    TopkSum sum;
     TopkState s{TopkFilter::all(), 0};
-    for (int64_t base = 0; base < a.cols; base += kTile) {
+    float lo = s.f.floor();
+    // The tile at base after its barrier, where some element of the block passed (any: this
+    // thread's): the entries appended; later tiles' columns are above every entry's.
+    auto cold = [&](int64_t base, bool any) {
       const int n = static_cast<int>(a.cols - base < kTile ? a.cols - base : kTile);
-      float v[E];
-      load_items<In, ITEMS, BLOCK, VEC>(x + base, n, tid, v, a.x_vec != 0, core::neg_infinity<float>());
-      float r1 = core::neg_infinity<float>();
-#pragma unroll
-      for (int e = 0; e < E; ++e) r1 = shim::nan_max(r1, v[e]);
-      if (!a.renormalize) {
-        const float p = Sm::pivot(r1, E);
-        float d = 0.0f;
-#pragma unroll
-        for (int e = 0; e < E; ++e) d += m.exp(v[e] - p);  // padding (-inf) adds 0
-        fold.push(Sm::state<double>(E, r1, p, &d));
+      s = append_tile<In, WARP, BLOCK, E>(sh, x, base, n, aligned, any, k, a.cols, s);
+      s.f.ties = false;
+      lo = s.f.floor();
+    };
+    int64_t base = 0;
+    while (base < a.cols) {
+      if (base == 0 || base >= whole) {  // the plain path
+        const int n = static_cast<int>(a.cols - base < kTile ? a.cols - base : kTile);
+        float v[E];
+        load_items<In, ITEMS, BLOCK, VEC>(x + base, n, tid, v, aligned, core::neg_infinity<float>());
+        const float r1 = tile_max<E>(v);
+        if (!a.renormalize) sum.push<E>(v, r1);
+        if (base == 0 && bound_first) {
+          s.f = first_bound<WARP, BLOCK>(sh, Topk::key(r1), k);
+          lo = s.f.floor();
+        }
+        const bool any = !(r1 < lo);
+        if (shim::sync_threads_or(any)) cold(base, any);
+        if (base == 0) {
+          s.f.ties = false;
+          lo = s.f.floor();
+        }
+        base += kTile;
+        continue;
       }
-      if (base == 0 && bound_first) s.f = first_bound<WARP, BLOCK>(sh, Topk::key(r1), k);
-      const float lo = s.f.floor();
-      bool any = false;
+      // Pipelined whole tiles from base until one passes the filter somewhere (or the last).
+      Raw ra[ITEMS], rb[ITEMS] = {};  // (rb zeroed: no path reads it unloaded, which GCC cannot see)
+      auto load_tile = [&](Raw* r, int64_t b) {
 #pragma unroll
-      for (int e = 0; e < E; ++e) any |= !(v[e] < lo);
-      if (shim::sync_threads_or(any))
-        s = append_tile<In, WARP, BLOCK, E>(sh, x, base, n, a.x_vec != 0, any, k, a.cols, s);
-      s.f.ties = false;  // later tiles' columns are above every entry's
+        for (int i = 0; i < ITEMS; ++i) load_raw_n<In, VEC>(x + b + (tid + i * BLOCK) * VEC, r[i]);
+      };
+      // This tile's sum and filter; whether some element of the block passed (any: this thread's).
+      auto hot = [&](const Raw* r, bool& any) {
+        float v[E];
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) unpack_n<In, VEC>(r[i], v + i * VEC);
+        const float r1 = tile_max<E>(v);
+        if (!a.renormalize) sum.push<E>(v, r1);
+        any = !(r1 < lo);
+        return shim::sync_threads_or(any) != 0;
+      };
+      load_tile(ra, base);
+      bool any = false, hit = false;
+      for (;;) {
+        if (base + kTile < whole) load_tile(rb, base + kTile);
+        if ((hit = hot(ra, any))) break;
+        base += kTile;
+        if (base >= whole) break;
+        if (base + kTile < whole) load_tile(ra, base + kTile);
+        if ((hit = hot(rb, any))) break;
+        base += kTile;
+        if (base >= whole) break;
+      }
+      if (hit) {
+        cold(base, any);
+        base += kTile;
+      }
     }
     core::MaxSum<double> ms = core::MaxSum<double>::identity();
-    if (!a.renormalize) ms = block_allreduce<WARP, BLOCK>(fold.result(), sh.stats, CombineOp<core::MaxSum<double>>{});
+    if (!a.renormalize) ms = block_allreduce<WARP, BLOCK>(sum.state(), sh.stats, CombineOp<core::MaxSum<double>>{});
     shim::sync_threads();  // the last entries written
     finish_row<WARP, BLOCK>(sh, a, row, s.count, ms);
     shim::sync_threads();  // the shared arrays are the next row's

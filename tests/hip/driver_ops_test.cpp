@@ -382,6 +382,17 @@ TEST(DriverOps, SoftmaxTopkWide) {
   run_topk_rows<32>(ONORM_BF16, 65537, 8, false, {R::normal, R::few_values, R::rising, R::outliers, R::half_inf}, rng);
   run_topk_rows<64>(ONORM_F32, 65537, 1024, true, {R::normal, R::constant, R::rising, R::nan}, rng, 0);
   run_topk_rows<32>(ONORM_F32, 65537, 64, false, {R::all_inf, R::few_values}, rng, 2);
+  // Aligned rows (the pipelined whole tiles), and a long one: each thread's float sum over 256
+  // tiles, its pivot moved up a rising row every 16 (kTopkRebase).
+  run_topk_rows<32>(ONORM_BF16, 65537, 64, false, {R::normal, R::few_values, R::rising, R::nan, R::all_inf}, rng, 0);
+  run_topk_rows<32>(ONORM_F32, (int64_t(1) << 20) + 3, 8, false, {R::normal, R::rising, R::outliers}, rng, 0);
+}
+
+// 2^24 + 3 columns: 4096 tiles a thread, summed in float (softmax_topk.hpp, TopkSum) within
+// the bound.
+TEST(DriverOps, SoftmaxTopkLongRow) {
+  std::mt19937_64 rng(14);
+  run_topk_rows<32>(ONORM_F32, (int64_t(1) << 24) + 3, 8, false, {TopkRow::normal}, rng, 0);
 }
 
 // ------------------------------------------------------------------ partial row states
