@@ -43,8 +43,9 @@ __global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK>()
     const int64_t t = a.targets[row];
     float v[ITEMS * gpu::io<In>::kVec];
     gpu::ce_load_slice<In, ITEMS, BLOCK>(a, row, col0, n, lane, v);
+    const gpu::CeTarget tg = gpu::ce_target_in<In, BLOCK>(a, row, t, col0, n, lane);
     if (threadIdx.x == 0) bulk::arrive_expect(&mail.full[set], static_cast<uint32_t>(K * sizeof(S)));
-    const S mine = gpu::ce_slice_stats<In, WARP, ITEMS, BLOCK>(v, n, lane, gpu::ce_target_in(a, t, col0, n), sc);
+    const S mine = gpu::ce_stats_of<In, WARP, ITEMS, BLOCK>(a, v, n, lane, tg, sc);
     if (threadIdx.x < K) {  // thread p delivers this block's statistics to block p
       const unsigned p = threadIdx.x;
       bulk::store_to_peer(bulk::peer_address(&mail.slot[set][rank], p), reinterpret_cast<const uint32_t*>(&mine),
@@ -56,9 +57,12 @@ __global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK>()
       if (lane == 0) merged = st;
     }
     __syncthreads();  // `merged` visible; the slots are read before the next row's stores into them
-    const S row_stats = merged;
-    const core::ops::CrossEntropy::Coefs cf = gpu::ce_row_coefs(a, row, t, row_stats, rank == 0 && threadIdx.x == 0);
-    if (a.dx) gpu::ce_slice_finish<In, ITEMS, BLOCK>(a, row, col0, n, lane, v, cf);
+    if (a.dx) {
+      gpu::ce_slice_finish<In, ITEMS, BLOCK>(a, row, col0, n, lane, v, gpu::ce_row_coefs(a, t, merged),
+                                              static_cast<float>(mine.st.ms.m), tg);
+    }
+    // `merged` is rewritten only after the next row's first barrier.
+    if (rank == 0 && threadIdx.x == 0) gpu::ce_row_loss(a, row, t, merged);
   }
 #endif
 }

@@ -26,11 +26,13 @@ namespace gpu {
 template <int WARP, int BLOCK>
 union CeScratch {
   float f[BLOCK / WARP];
-  Vals<double, 3> v[BLOCK / WARP];
+  Vals<double, 2> v2[BLOCK / WARP];
+  Vals<double, 3> v3[BLOCK / WARP];
 };
 
 // Blocks per multiprocessor the register cap leaves room for: up to 32 floats a thread 3 blocks
-// of 256 threads, 64 floats 2.
+// of 256 threads (80 registers: ptxas spills a few words across the block's reductions), 64
+// floats 2.
 template <typename In, int ITEMS, int BLOCK>
 constexpr int ce_min_blocks() {
   return (ITEMS * io<In>::kVec > 32 ? 2 : 3) * 256 / BLOCK;
@@ -47,10 +49,12 @@ ONORM_DEV float tree_sum(float* a) {
 }
 
 // The statistics of the slice [0, n) of a row that this block holds in v (the layout of
-// load_items with STRIDE = BLOCK; padding -inf). tl: the target's column in the slice, or -1.
-// Every thread gets the same bits; ends with a barrier.
-template <typename In, int WARP, int ITEMS, int BLOCK>
-ONORM_DEV core::ops::CrossEntropy::SliceStats ce_slice_stats(const float* v, int n, int lane, int tl,
+// load_items with STRIDE = BLOCK; padding -inf); v keeps exp(x - the slice's maximum) for the
+// finish. xt: the target's logit in the thread holding it (0 elsewhere), holds: the slice holds
+// the target. kSumX: the sum of x (label smoothing's), else 0. Every thread gets the same bits;
+// ends with a barrier.
+template <typename In, int WARP, int ITEMS, int BLOCK, bool kSumX>
+ONORM_DEV core::ops::CrossEntropy::SliceStats ce_slice_stats(float* v, int n, int lane, float xt, bool holds,
                                                              CeScratch<WARP, BLOCK>& sc) {
   using Stats = core::ops::SoftmaxStatistics;
   constexpr int VEC = io<In>::kVec;
@@ -60,26 +64,33 @@ ONORM_DEV core::ops::CrossEntropy::SliceStats ce_slice_stats(const float* v, int
   for (int e = 0; e < ITEMS * VEC; ++e) r = shim::nan_max(r, v[e]);
   const float mx = block_allreduce<WARP, BLOCK>(r, sc.f, MaxOp{});
   const float p = Stats::pivot(mx, n);
-  float d_items[ITEMS], x_items[ITEMS], xt = 0.0f;
+  float d_items[ITEMS], x_items[ITEMS] = {};
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     float d[VEC], x[VEC];
 #pragma unroll
     for (int j = 0; j < VEC; ++j) {
-      const int c = (lane + i * BLOCK) * VEC + j;
-      d[j] = m.exp(v[i * VEC + j] - p);  // padding (-inf) adds 0
-      x[j] = c < n ? v[i * VEC + j] * core::kLogitSumScale : 0.0f;
-      if (c == tl) xt = v[i * VEC + j];
+      float& e = v[i * VEC + j];
+      if (kSumX) x[j] = (lane + i * BLOCK) * VEC + j < n ? e * core::kLogitSumScale : 0.0f;
+      e = m.exp(e - p);  // padding (-inf) adds 0
+      d[j] = e;
     }
     d_items[i] = tree_sum<VEC>(d);
-    x_items[i] = tree_sum<VEC>(x);
+    if (kSumX) x_items[i] = tree_sum<VEC>(x);
   }
-  Vals<double, 3> s{{tree_sum<ITEMS>(d_items), tree_sum<ITEMS>(x_items), xt}};
-  s = block_allreduce<WARP, BLOCK>(s, sc.v, AddOp{});
+  // The exp sum, the target's logit (exact: one term), the sum of x where asked.
+  constexpr int kSums = kSumX ? 3 : 2;
+  Vals<double, kSums> s;
+  s.v[0] = tree_sum<ITEMS>(d_items);
+  s.v[1] = xt;
+  if (kSumX) s.v[kSums - 1] = tree_sum<ITEMS>(x_items);
+  if constexpr (kSumX) s = block_allreduce<WARP, BLOCK>(s, sc.v3, AddOp{});
+  else s = block_allreduce<WARP, BLOCK>(s, sc.v2, AddOp{});
   const core::MaxSum<double> ms =
       mx == core::neg_infinity<float>() ? core::MaxSum<double>::identity() : core::MaxSum<double>::of(p, s.v[0]);
-  return core::ops::CrossEntropy::SliceStats{core::LogitStats<double>::of(ms, s.v[1] * core::kLogitSumUnscale), static_cast<float>(s.v[2]),
-                                             tl >= 0 ? 1 : 0};
+  const double sum_x = kSumX ? s.v[kSums - 1] * core::kLogitSumUnscale : 0.0;
+  return core::ops::CrossEntropy::SliceStats{core::LogitStats<double>::of(ms, sum_x), static_cast<float>(s.v[1]),
+                                             holds ? 1 : 0};
 }
 
 // The row's statistics from one slice's per lane of a warp (lanes past the slices: the
@@ -104,44 +115,63 @@ ONORM_DEV core::ops::CrossEntropy::SliceStats merge_slice_stats(const core::ops:
                                              holds > 0.0f ? 1 : 0};
 }
 
-// The target's column in the slice [col0, col0 + n) of `row`, or -1 (ignored, out of range or
-// in another slice).
-ONORM_DEV int ce_target_in(const CrossEntropyArgs& a, int64_t t, int64_t col0, int n) {
-  const bool reads = core::ops::CrossEntropy::reads_target(t, a.cols, a.ignore_index);
-  return reads && t >= col0 && t < col0 + n ? static_cast<int>(t - col0) : -1;
-}
-
-// The row's gradient coefficients (in float: every thread takes them), and where `writer` its
-// loss and lse (in double), from the row's merged statistics.
-ONORM_DEV core::ops::CrossEntropy::Coefs ce_row_coefs(const CrossEntropyArgs& a, int64_t row, int64_t t,
-                                                      const core::ops::CrossEntropy::SliceStats& s, bool writer) {
-  using CE = core::ops::CrossEntropy;
-  const CE::Params prm = CE::params(a.param);
-  if (writer) {
-    float loss = 0.0f, lse = 0.0f;
-    CE::loss_lse(s.st, a.cols, t, a.ignore_index, s.target_logit, prm, &loss, a.lse ? &lse : nullptr);
-    a.loss[row] = loss;
-    if (a.lse) a.lse[row] = lse;
+// Where the row's target lies in a block's slice [col0, col0 + n): its column in the slice (-1:
+// ignored, out of range or in another slice) and, in the one thread whose items hold it, its
+// logit, read from memory (the thread's own element: in place, it writes it only later).
+struct CeTarget {
+  int col;
+  bool mine;
+  float logit;
+};
+template <typename In, int BLOCK>
+ONORM_DEV CeTarget ce_target_in(const CrossEntropyArgs& a, int64_t row, int64_t t, int64_t col0, int n, int lane) {
+  constexpr int VEC = io<In>::kVec;
+  CeTarget r{-1, false, 0.0f};
+  if (core::ops::CrossEntropy::reads_target(t, a.cols, a.ignore_index) && t >= col0 && t < col0 + n) {
+    r.col = static_cast<int>(t - col0);
+    r.mine = (r.col / VEC) % BLOCK == lane;
+    if (r.mine) r.logit = io<In>::load1(static_cast<const In*>(a.x) + row * a.x_stride + t);
   }
-  return CE::coefs<float>(s.st, a.cols, t, a.ignore_index, prm);
+  return r;
 }
 
-// The gradient of the slice [col0, col0 + n) of `row` from its values in v (overwritten).
+// The slice's statistics (ce_slice_stats, with or without the sum of x as label smoothing asks).
+template <typename In, int WARP, int ITEMS, int BLOCK>
+ONORM_DEV core::ops::CrossEntropy::SliceStats ce_stats_of(const CrossEntropyArgs& a, float* v, int n, int lane,
+                                                          const CeTarget& tg, CeScratch<WARP, BLOCK>& sc) {
+  return a.param[0] > 0.0 ? ce_slice_stats<In, WARP, ITEMS, BLOCK, true>(v, n, lane, tg.logit, tg.col >= 0, sc)
+                          : ce_slice_stats<In, WARP, ITEMS, BLOCK, false>(v, n, lane, tg.logit, tg.col >= 0, sc);
+}
+
+// The row's loss and lse (in double), from the row's merged statistics: one thread, after its
+// stores (the slice's values are no longer live).
+ONORM_DEV void ce_row_loss(const CrossEntropyArgs& a, int64_t row, int64_t t, const core::ops::CrossEntropy::SliceStats& s) {
+  using CE = core::ops::CrossEntropy;
+  float loss = 0.0f, lse = 0.0f;
+  CE::loss_lse(s.st, a.cols, t, a.ignore_index, s.target_logit, CE::params(a.param), &loss, a.lse ? &lse : nullptr);
+  a.loss[row] = loss;
+  if (a.lse) a.lse[row] = lse;
+}
+
+// The row's gradient coefficients (in float: every thread takes them).
+ONORM_DEV core::ops::CrossEntropy::Coefs ce_row_coefs(const CrossEntropyArgs& a, int64_t t,
+                                                      const core::ops::CrossEntropy::SliceStats& s) {
+  using CE = core::ops::CrossEntropy;
+  return CE::coefs<float>(s.st, a.cols, t, a.ignore_index, CE::params(a.param));
+}
+
+// The gradient of the slice [col0, col0 + n) of `row` from the exps kept in v (overwritten):
+// every element as off the target, then the target's, in the thread holding it, from its logit
+// (the same thread's later store).
 template <typename In, int ITEMS, int BLOCK>
 ONORM_DEV void ce_slice_finish(const CrossEntropyArgs& a, int64_t row, int64_t col0, int n, int lane, float* v,
-                               const core::ops::CrossEntropy::Coefs& cf) {
+                               const core::ops::CrossEntropy::Coefs& row_cf, float slice_max, const CeTarget& tg) {
+  using CE = core::ops::CrossEntropy;
   constexpr int VEC = io<In>::kVec;
   const GpuMath m;
-  const int64_t tl64 = cf.target - col0;
-  const int tl = cf.target >= 0 && tl64 >= 0 && tl64 < n ? static_cast<int>(tl64) : -1;
+  const CE::Coefs cf = CE::chunk_coefs(row_cf, slice_max);
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i)
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      const int c = (lane + i * BLOCK) * VEC + j;
-      float& e = v[i * VEC + j];
-      e = cf.zero ? 0.0f : core::ops::CrossEntropy::grad(m, cf, e, c == tl);
-    }
+  for (int e = 0; e < ITEMS * VEC; ++e) v[e] = cf.zero ? 0.0f : CE::grad_kept(m, cf, v[e]);
   const int64_t off = row * a.dx_stride + col0;
   const bool al = a.dx_vec != 0;
   switch (a.dx_dtype) {
@@ -153,6 +183,7 @@ ONORM_DEV void ce_slice_finish(const CrossEntropyArgs& a, int64_t row, int64_t c
       store_items<core::bf16_bits, VEC, ITEMS, BLOCK>(static_cast<core::bf16_bits*>(a.dx) + off, n, lane, v, al);
       break;
   }
+  if (tg.mine) store_dtype(a.dx, a.dx_dtype, off + tg.col, CE::grad(m, cf, tg.logit, true));
 }
 
 // Loads this block's slice [col0, col0 + n) of `row` (padding -inf).
@@ -172,9 +203,10 @@ __global__ void __launch_bounds__(BLOCK, (ce_min_blocks<In, ITEMS, BLOCK>())) ce
     const int64_t t = a.targets[row];
     float v[ITEMS * io<In>::kVec];
     ce_load_slice<In, ITEMS, BLOCK>(a, row, 0, n, lane, v);
-    const core::ops::CrossEntropy::SliceStats s = ce_slice_stats<In, WARP, ITEMS, BLOCK>(v, n, lane, ce_target_in(a, t, 0, n), sc);
-    const core::ops::CrossEntropy::Coefs cf = ce_row_coefs(a, row, t, s, lane == 0);
-    if (a.dx) ce_slice_finish<In, ITEMS, BLOCK>(a, row, 0, n, lane, v, cf);
+    const CeTarget tg = ce_target_in<In, BLOCK>(a, row, t, 0, n, lane);
+    const core::ops::CrossEntropy::SliceStats s = ce_stats_of<In, WARP, ITEMS, BLOCK>(a, v, n, lane, tg, sc);
+    if (a.dx) ce_slice_finish<In, ITEMS, BLOCK>(a, row, 0, n, lane, v, ce_row_coefs(a, t, s), static_cast<float>(s.st.ms.m), tg);
+    if (lane == 0) ce_row_loss(a, row, t, s);
   }
 }
 

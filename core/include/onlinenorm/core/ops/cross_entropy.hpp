@@ -143,6 +143,26 @@ struct CrossEntropy {
     ONORM_HD_INLINE static SliceStats identity() { return SliceStats{LogitStats<double>::identity(), 0.0f, 0}; }
   };
 
+  // The coefficients of a chunk of the row whose elements' exp(x - chunk_max) were kept from its
+  // statistics: pivot chunk_max, the row's scale times exp(chunk_max - pivot) (grad of any x of
+  // the chunk gives the row's value). An all -inf chunk keeps zeros (its pivot the row's: x - -inf
+  // would be NaN); NaN stays NaN.
+  ONORM_HD_INLINE static Coefs chunk_coefs(const Coefs& row, float chunk_max) {
+    if (chunk_max == row.pivot) return row;
+    Coefs c = row;
+    if (chunk_max == neg_infinity<float>()) {
+      c.scale = row.scale * 0.0f;
+      return c;
+    }
+    c.pivot = chunk_max;
+    c.scale = row.scale * exp_of(chunk_max - row.pivot);
+    return c;
+  }
+  // The gradient of an element off the target from its kept exp(x - chunk_max).
+  template <typename M>
+  ONORM_HD_INLINE static typename M::V grad_kept(const M& m, const Coefs& c, typename M::V kept) {
+    return m.sub(m.mul(kept, m.set(c.scale)), m.set(c.shift));
+  }
   // The gradient of element x (at_target: the row's target column).
   template <typename M>
   ONORM_HD_INLINE static typename M::V grad(const M& m, const Coefs& c, typename M::V x, bool at_target) {
