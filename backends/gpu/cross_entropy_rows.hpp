@@ -173,16 +173,7 @@ ONORM_DEV void ce_slice_finish(const CrossEntropyArgs& a, int64_t row, int64_t c
 #pragma unroll
   for (int e = 0; e < ITEMS * VEC; ++e) v[e] = cf.zero ? 0.0f : CE::grad_kept(m, cf, v[e]);
   const int64_t off = row * a.dx_stride + col0;
-  const bool al = a.dx_vec != 0;
-  switch (a.dx_dtype) {
-    case kF32: store_items<float, VEC, ITEMS, BLOCK>(static_cast<float*>(a.dx) + off, n, lane, v, al); break;
-    case kF16:
-      store_items<core::f16_bits, VEC, ITEMS, BLOCK>(static_cast<core::f16_bits*>(a.dx) + off, n, lane, v, al);
-      break;
-    default:
-      store_items<core::bf16_bits, VEC, ITEMS, BLOCK>(static_cast<core::bf16_bits*>(a.dx) + off, n, lane, v, al);
-      break;
-  }
+  store_items_as<VEC, ITEMS, BLOCK>(a.dx, a.dx_dtype, off, n, lane, v, a.dx_vec != 0);
   if (tg.mine) store_dtype(a.dx, a.dx_dtype, off + tg.col, CE::grad(m, cf, tg.logit, true));
 }
 

@@ -340,20 +340,22 @@ ONORM_DEV void store_items(Out* y, int n, int lane, const float* v, bool aligned
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) store_one_item<Out, VEC>(y, (lane + i * STRIDE) * VEC, n, aligned, v + i * VEC);
 }
-template <typename R, int ITEMS, int STRIDE>
-ONORM_DEV void store_any(const RowArgs& a, int64_t row, int64_t col0, int n, int lane, const float* v) {
-  constexpr int VEC = R::kVec;
-  const bool al = a.out_vec != 0;
-  const int64_t off = row * a.out_stride + col0;
-  switch (a.out_dtype) {
-    case kF32: store_items<float, VEC, ITEMS, STRIDE>(static_cast<float*>(a.out) + off, n, lane, v, al); break;
+// The same into rows of a run-time dtype (kF32, kF16, kBF16) at element offset off of out.
+template <int VEC, int ITEMS, int STRIDE>
+ONORM_DEV void store_items_as(void* out, int dtype, int64_t off, int n, int lane, const float* v, bool aligned) {
+  switch (dtype) {
+    case kF32: store_items<float, VEC, ITEMS, STRIDE>(static_cast<float*>(out) + off, n, lane, v, aligned); break;
     case kF16:
-      store_items<core::f16_bits, VEC, ITEMS, STRIDE>(static_cast<core::f16_bits*>(a.out) + off, n, lane, v, al);
+      store_items<core::f16_bits, VEC, ITEMS, STRIDE>(static_cast<core::f16_bits*>(out) + off, n, lane, v, aligned);
       break;
     default:
-      store_items<core::bf16_bits, VEC, ITEMS, STRIDE>(static_cast<core::bf16_bits*>(a.out) + off, n, lane, v, al);
+      store_items<core::bf16_bits, VEC, ITEMS, STRIDE>(static_cast<core::bf16_bits*>(out) + off, n, lane, v, aligned);
       break;
   }
+}
+template <typename R, int ITEMS, int STRIDE>
+ONORM_DEV void store_any(const RowArgs& a, int64_t row, int64_t col0, int n, int lane, const float* v) {
+  store_items_as<R::kVec, ITEMS, STRIDE>(a.out, a.out_dtype, row * a.out_stride + col0, n, lane, v, a.out_vec != 0);
 }
 
 }  // namespace gpu

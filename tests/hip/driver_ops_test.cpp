@@ -211,6 +211,23 @@ TEST(DriverOps, CrossEntropyLongRow) {
 }
 
 // ------------------------------------------------------------------ softmax top-k
+// Runs top-k of x on the emulator (values into v, columns into idx: rows * k, poisoned).
+template <int W>
+void call_topk(const Rows& x, int64_t k, bool renormalize, const Rows& v, std::vector<int64_t>& idx) {
+  idx.assign(size_t(x.r.rows * k), -1);
+  onorm_request q{};
+  q.op = ONORM_OP_SOFTMAX_TOPK;
+  q.inputs = q.outputs = 1;
+  q.in[0] = x.r;
+  q.out[0] = v.r;
+  q.k = k;
+  q.renormalize = renormalize;
+  q.indices = idx.data();
+  DriverLauncher l(W);
+  ASSERT_EQ(gpu::run_softmax_topk<W>(l, q), ONORM_OK) << l.errors();
+  ASSERT_TRUE(l.errors().empty()) << l.errors();
+}
+
 template <int W>
 void run_topk(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, std::mt19937_64& rng) {
   SCOPED_TRACE("W" + std::to_string(W) + " cols " + std::to_string(cols) + " k " + std::to_string(k) +
@@ -229,18 +246,9 @@ void run_topk(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, std::mt1
     x.set(4, 5, 0.0);
   }
   Rows v(ONORM_F32, rows, k, k + 2);
-  std::vector<int64_t> idx(rows * k, -1);
-  onorm_request q{};
-  q.op = ONORM_OP_SOFTMAX_TOPK;
-  q.inputs = q.outputs = 1;
-  q.in[0] = x.r;
-  q.out[0] = v.r;
-  q.k = k;
-  q.renormalize = renormalize;
-  q.indices = idx.data();
-  DriverLauncher l(W);
-  ASSERT_EQ(gpu::run_softmax_topk<W>(l, q), ONORM_OK) << l.errors();
-  ASSERT_TRUE(l.errors().empty()) << l.errors();
+  std::vector<int64_t> idx;
+  call_topk<W>(x, k, renormalize, v, idx);
+  if (::testing::Test::HasFatalFailure()) return;
   for (int64_t i = 0; i < rows; ++i) {
     SCOPED_TRACE("row " + std::to_string(i));
     std::vector<int64_t> order(cols);
@@ -309,18 +317,9 @@ void run_topk_rows(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, con
       x.set(i, j, v);
     }
   Rows v(ONORM_F32, rows, k, k + 1);
-  std::vector<int64_t> idx(rows * k, -1);
-  onorm_request q{};
-  q.op = ONORM_OP_SOFTMAX_TOPK;
-  q.inputs = q.outputs = 1;
-  q.in[0] = x.r;
-  q.out[0] = v.r;
-  q.k = k;
-  q.renormalize = renormalize;
-  q.indices = idx.data();
-  DriverLauncher l(W);
-  ASSERT_EQ(gpu::run_softmax_topk<W>(l, q), ONORM_OK) << l.errors();
-  ASSERT_TRUE(l.errors().empty()) << l.errors();
+  std::vector<int64_t> idx;
+  call_topk<W>(x, k, renormalize, v, idx);
+  if (::testing::Test::HasFatalFailure()) return;
   for (int64_t i = 0; i < rows; ++i) {
     SCOPED_TRACE("row " + std::to_string(i) + " kind " + std::to_string(int(kinds[i])));
     if (kinds[i] == TopkRow::nan) {
