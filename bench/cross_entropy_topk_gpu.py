@@ -122,6 +122,7 @@ def main():
                 out.append(dict(op="cross_entropy", dtype=name, rows=rows, cols=cols, system=sys_, us=round(us, 2),
                                 tbps=round(nbytes / us / 1e6, 3), copy_us=round(base, 2),
                                 pct_copy=round(100 * base / us, 1)))
+                print(",".join(str(v) for v in out[-1].values()), flush=True)  # kept if a later case stops the run
             del x
     for name, (dt, code) in DTYPES.items():
         for rows, cols in shapes(a.topk_shapes):

@@ -21,7 +21,7 @@ namespace cuda {
 // grid.x = clusters * K, cluster (K, 1, 1); chunk: columns per slice (a multiple of the vector
 // width); stage WHOLE.
 template <typename In, int WARP, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK>()))
+__global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK, true>()))
     cluster_cross_entropy_kernel(gpu::CrossEntropyArgs a, int64_t chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using S = core::ops::CrossEntropy::SliceStats;

@@ -30,12 +30,15 @@ union CeScratch {
   Vals<double, 3> v3[BLOCK / WARP];
 };
 
-// Blocks per multiprocessor the register cap leaves room for: up to 32 floats a thread 3 blocks
-// of 256 threads (80 registers: ptxas spills a few words across the block's reductions), 64
-// floats 2.
-template <typename In, int ITEMS, int BLOCK>
+// Blocks per multiprocessor the register cap leaves room for (H200, bench/RESULTS.md): 3 blocks
+// of 256 threads up to 32 elements a thread (80 registers: ptxas spills a few words across the
+// block's reductions), but 2 (128 registers, no spill) for f32 rows of 32 elements a thread in
+// one block, whose spills cost more than the third block gives; 64 elements 2.
+template <typename In, int ITEMS, int BLOCK, bool kClusterSlice>
 constexpr int ce_min_blocks() {
-  return (ITEMS * io<In>::kVec > 32 ? 2 : 3) * 256 / BLOCK;
+  constexpr int E = ITEMS * io<In>::kVec;
+  constexpr bool kTwo = E > 32 || (E == 32 && sizeof(In) == 4 && !kClusterSlice);
+  return (kTwo ? 2 : 3) * 256 / BLOCK;
 }
 
 // The sum of N floats in a fixed pairwise tree (a[] is overwritten).
@@ -186,7 +189,7 @@ ONORM_DEV void ce_load_slice(const CrossEntropyArgs& a, int64_t row, int64_t col
 
 // grid: blocks looping over the rows; a.cols <= BLOCK * ITEMS * VEC; stage WHOLE.
 template <typename In, int WARP, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, (ce_min_blocks<In, ITEMS, BLOCK>())) ce_rows_kernel(CrossEntropyArgs a) {
+__global__ void __launch_bounds__(BLOCK, (ce_min_blocks<In, ITEMS, BLOCK, false>())) ce_rows_kernel(CrossEntropyArgs a) {
   __shared__ CeScratch<WARP, BLOCK> sc;
   const int lane = static_cast<int>(threadIdx.x);
   const int n = static_cast<int>(a.cols);
