@@ -2,10 +2,12 @@
 // the K blocks of a cluster hold one row, a slice each, in registers; each takes its slice's
 // statistics (gpu::ce_slice_stats), delivers them into every peer's shared memory (Mailbox, as
 // the row engine's clusters: cluster_rows.cuh), merges the K in a fixed tree
-// (gpu::merge_slice_stats: every block gets the same bits), and writes its slice's gradient. The row is read once; every block's values
-// are in registers before its statistics leave, so the gradient may overwrite the logits.
-// A cluster walks rows c, c + clusters, ... (the mailbox's two sets alternate).
-// CUDA only; the kernel is empty below sm_90 and the planner routes here only where the device
+// (gpu::merge_slice_stats: every block gets the same bits), and writes its slice's gradient. The
+// row is read once; every block's values are in registers before its statistics leave, so the
+// gradient may overwrite the logits.
+// A cluster walks rows c, c + clusters, ... (the mailbox's two sets alternate); rows whose bytes
+// the copy engine can move stream through a shared-memory stage on resident clusters.
+// CUDA only; the kernels are empty below sm_90 and the planner routes here only where the device
 // has clusters.
 #pragma once
 
@@ -18,8 +20,53 @@
 namespace onorm {
 namespace cuda {
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// One row of a cluster's blocks, this block's slice [col0, col0 + n) in v: the slice's
+// statistics, their delivery into every block's mailbox (set j & 1), the merge, the gradient's
+// stores, and (rank 0, thread 0) the loss.
+template <typename In, int WARP, int ITEMS, int BLOCK>
+__device__ __forceinline__ void cluster_ce_row(const gpu::CrossEntropyArgs& a, int64_t row, uint32_t j, int64_t col0,
+                                               int n, int lane, unsigned K, unsigned rank, float* v,
+                                               gpu::CeScratch<WARP, BLOCK>& sc,
+                                               Mailbox<core::ops::CrossEntropy::SliceStats>& mail,
+                                               core::ops::CrossEntropy::SliceStats& merged) {
+  using S = core::ops::CrossEntropy::SliceStats;
+  const unsigned set = j & 1u;
+  const int64_t t = a.targets[row];
+  const gpu::CeTarget tg = gpu::ce_target_in<In, BLOCK>(a, row, t, col0, n, lane);
+  if (threadIdx.x == 0) bulk::arrive_expect(&mail.full[set], static_cast<uint32_t>(K * sizeof(S)));
+  const S mine = gpu::ce_stats_of<In, WARP, ITEMS, BLOCK>(a, v, n, lane, tg, sc);
+  if (threadIdx.x < K) {  // thread p delivers this block's statistics to block p
+    const unsigned p = threadIdx.x;
+    bulk::store_to_peer(bulk::peer_address(&mail.slot[set][rank], p), reinterpret_cast<const uint32_t*>(&mine),
+                        int(sizeof(S) / 4), bulk::peer_address(&mail.full[set], p));
+  }
+  if (threadIdx.x < WARP) {
+    bulk::wait(&mail.full[set], (j >> 1) & 1u);
+    const S st = gpu::merge_slice_stats<WARP>(lane < static_cast<int>(K) ? mail.slot[set][lane] : S::identity(), lane);
+    if (lane == 0) merged = st;
+  }
+  __syncthreads();  // `merged` visible; the slots are read before the next row's stores into them
+  if (a.dx) {
+    gpu::ce_slice_finish<In, ITEMS, BLOCK>(a, row, col0, n, lane, v, gpu::ce_row_coefs(a, t, merged),
+                                            static_cast<float>(mine.st.ms.m), tg);
+  }
+  // `merged` is rewritten only after the next row's first barrier.
+  if (rank == 0 && threadIdx.x == 0) gpu::ce_row_loss(a, row, t, merged);
+}
+
+// Thread 0: the copy of `row`'s slice into the stage, landing on `landed`.
+template <typename In>
+__device__ __forceinline__ void stage_ce_slice(const gpu::CrossEntropyArgs& a, int64_t row, int64_t col0, int n,
+                                               unsigned char* stage, uint64_t* landed) {
+  const uint32_t bytes = static_cast<uint32_t>(n * int64_t(sizeof(In)));
+  bulk::arrive_expect(landed, bytes);
+  if (bytes) bulk::copy(stage, static_cast<const In*>(a.x) + row * a.x_stride + col0, bytes, landed);
+}
+#endif
+
 // grid.x = clusters * K, cluster (K, 1, 1); chunk: columns per slice (a multiple of the vector
-// width); stage WHOLE.
+// width); stage WHOLE. A cluster per row, the slice loaded into registers.
 template <typename In, int WARP, int ITEMS, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK, true>()))
     cluster_cross_entropy_kernel(gpu::CrossEntropyArgs a, int64_t chunk) {
@@ -39,30 +86,53 @@ __global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK, t
   bulk::cluster_wait();  // every block's barriers are ready for the stores
   uint32_t j = 0;
   for (int64_t row = blockIdx.x / K; row < a.rows; row += clusters, ++j) {
-    const unsigned set = j & 1u;
-    const int64_t t = a.targets[row];
     float v[ITEMS * gpu::io<In>::kVec];
     gpu::ce_load_slice<In, ITEMS, BLOCK>(a, row, col0, n, lane, v);
-    const gpu::CeTarget tg = gpu::ce_target_in<In, BLOCK>(a, row, t, col0, n, lane);
-    if (threadIdx.x == 0) bulk::arrive_expect(&mail.full[set], static_cast<uint32_t>(K * sizeof(S)));
-    const S mine = gpu::ce_stats_of<In, WARP, ITEMS, BLOCK>(a, v, n, lane, tg, sc);
-    if (threadIdx.x < K) {  // thread p delivers this block's statistics to block p
-      const unsigned p = threadIdx.x;
-      bulk::store_to_peer(bulk::peer_address(&mail.slot[set][rank], p), reinterpret_cast<const uint32_t*>(&mine),
-                          int(sizeof(S) / 4), bulk::peer_address(&mail.full[set], p));
+    cluster_ce_row<In, WARP, ITEMS, BLOCK>(a, row, j, col0, n, lane, K, rank, v, sc, mail, merged);
+  }
+#endif
+}
+
+// The same on a resident grid of clusters, each walking rows c, c + clusters, ...: the copy
+// engine brings the block's slice of the next row into shared memory (dynamic: chunk elements)
+// while the block reduces, merges and writes the current one (cluster_rows.cuh's stream, for
+// rows whose bytes start on 16 and are a multiple of 16).
+template <typename In, int WARP, int ITEMS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK, true>()))
+    cluster_cross_entropy_stream_kernel(gpu::CrossEntropyArgs a, int64_t chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using S = core::ops::CrossEntropy::SliceStats;
+  __shared__ gpu::CeScratch<WARP, BLOCK> sc;
+  __shared__ Mailbox<S> mail;
+  __shared__ S merged;
+  __shared__ uint64_t landed;  // the stage's barrier: one phase per row
+  ONORM_DYNAMIC_SMEM(stage);
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const unsigned K = cluster.num_blocks();
+  const unsigned rank = cluster.block_rank();
+  const int64_t col0 = static_cast<int64_t>(rank) * chunk;
+  const int n = static_cast<int>(a.cols - col0 < chunk ? (a.cols > col0 ? a.cols - col0 : 0) : chunk);
+  const int lane = static_cast<int>(threadIdx.x);
+  const int64_t step = gridDim.x / K;
+  int64_t row = blockIdx.x / K;
+  mailbox_open(mail);
+  if (threadIdx.x == 0) {
+    bulk::init(&landed);
+    if (row < a.rows) stage_ce_slice<In>(a, row, col0, n, stage, &landed);
+  }
+  __syncthreads();  // the stage's barrier is initialized
+  bulk::cluster_wait();
+  for (uint32_t j = 0; row < a.rows; row += step, ++j) {
+    bulk::wait(&landed, j & 1u);
+    float v[ITEMS * gpu::io<In>::kVec];
+    gpu::load_items<In, ITEMS, BLOCK>(reinterpret_cast<const In*>(stage), n, lane, v, true,
+                                      core::neg_infinity<float>());
+    __syncthreads();  // every thread holds its values: the stage takes the next row
+    if (threadIdx.x == 0 && row + step < a.rows) {
+      bulk::fence_before_copy();
+      stage_ce_slice<In>(a, row + step, col0, n, stage, &landed);
     }
-    if (threadIdx.x < WARP) {
-      bulk::wait(&mail.full[set], (j >> 1) & 1u);
-      const S st = gpu::merge_slice_stats<WARP>(lane < static_cast<int>(K) ? mail.slot[set][lane] : S::identity(), lane);
-      if (lane == 0) merged = st;
-    }
-    __syncthreads();  // `merged` visible; the slots are read before the next row's stores into them
-    if (a.dx) {
-      gpu::ce_slice_finish<In, ITEMS, BLOCK>(a, row, col0, n, lane, v, gpu::ce_row_coefs(a, t, merged),
-                                              static_cast<float>(mine.st.ms.m), tg);
-    }
-    // `merged` is rewritten only after the next row's first barrier.
-    if (rank == 0 && threadIdx.x == 0) gpu::ce_row_loss(a, row, t, merged);
+    cluster_ce_row<In, WARP, ITEMS, BLOCK>(a, row, j, col0, n, lane, K, rank, v, sc, mail, merged);
   }
 #endif
 }

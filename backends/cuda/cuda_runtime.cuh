@@ -82,6 +82,21 @@ class CudaRuntime {
     return true;
   }
 
+  // The same on as many resident clusters as fit (at most one per row), each walking rows through
+  // a shared-memory stage of `chunk` elements; false where none fits.
+  template <typename In, int W, int ITEMS, int BLOCK>
+  bool cross_entropy_cluster_stream(int K, int64_t chunk, const gpu::CrossEntropyArgs& a, onorm_status& status) {
+    auto kern = cluster_cross_entropy_stream_kernel<In, W, ITEMS, BLOCK>;
+    const size_t smem = static_cast<size_t>(chunk) * sizeof(In);
+    const int clusters = resident_clusters(kern, K, BLOCK, smem, status);
+    if (clusters < 1) return false;
+    cudaLaunchAttribute attr[1];
+    cudaLaunchConfig_t cfg = config(unsigned(std::min<int64_t>(clusters, a.rows) * K), K, BLOCK, attr);
+    cfg.dynamicSmemBytes = smem;
+    status = try_call(cudaLaunchKernelEx(&cfg, kern, a, chunk), "cross entropy cluster stream launch");
+    return true;
+  }
+
   // The norms' backward over clusters of C blocks, slices of `chunk` columns
   // (cluster_norm_backward.cuh): the rows a block stages at once (the most that fit) and how many
   // such clusters are resident at once (0: none fits), then the launch of `clusters` of them.

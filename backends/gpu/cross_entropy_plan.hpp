@@ -1,8 +1,9 @@
 // Where a cross-entropy request runs on GPUs, shared by CUDA and HIP: rows of up to 8192
-// columns a block each in registers (ce_rows_kernel, cross_entropy_rows.hpp), longer rows over
-// a thread-block cluster where the device has them (CUDA: cluster_cross_entropy.cuh), slices of
-// 8192 columns up to 16 blocks, then of 16384 (64 elements a thread); anything longer, and a
-// slice's partial states, two reads of the row (cross_entropy_kernel, cross_entropy.hpp).
+// columns a block each in registers (ce_rows_kernel, cross_entropy_rows.hpp), longer rows over a
+// thread-block cluster where the device has them (CUDA: cluster_cross_entropy.cuh; 16-bit rows
+// streamed through resident clusters where they allow), slices of 8192 columns up to 16 blocks,
+// then of 16384 (64 elements a thread); anything longer, and a slice's partial states, two reads
+// of the row (cross_entropy_kernel, cross_entropy.hpp).
 #pragma once
 
 #include "cross_entropy.hpp"
@@ -23,6 +24,14 @@ bool try_cross_entropy_cluster(L& l, const CrossEntropyArgs& a, onorm_status& st
   // Equal slices (the last may be shorter), each starting on a whole vector.
   const int64_t per = (a.cols + K - 1) / K;
   const int64_t chunk = (per + VEC - 1) / VEC * VEC;
+  // 16-bit rows the copy engine can move (16-byte aligned, whole 16-byte units) stream through
+  // resident clusters (cluster_stream: the next row's slice lands while the block finishes this
+  // one); f32 rows measured slower streamed at 16384-131072 columns (bench/RESULTS.md).
+  if (sizeof(In) == 2 && l.caps().cluster_stream && a.x_vec && (a.cols * int64_t(sizeof(In))) % 16 == 0) {
+    if (l.template cross_entropy_cluster_stream<In, WARP, E / VEC, 256>(static_cast<int>(K), chunk, a, status) ||
+        status != ONORM_OK)
+      return true;
+  }
   return l.template cross_entropy_cluster<In, WARP, E / VEC, 256>(static_cast<int>(K), chunk, a, status);
 }
 

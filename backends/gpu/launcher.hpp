@@ -9,7 +9,8 @@
 //   (kStaged)   staged_per_sm<R, W, BLOCK>(smem, status), staged<R, W, BLOCK>(grid, smem, coop, a, s)
 //   (kClusters) cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<R, W, ITEMS, BLOCK>(grid, K, a, s),
 //               cluster_stream<R, W, ITEMS, BLOCK>(K, a, s, status),
-//               cross_entropy_cluster<In, W, ITEMS, BLOCK>(K, chunk, a, status)
+//               cross_entropy_cluster<In, W, ITEMS, BLOCK>(K, chunk, a, status),
+//               cross_entropy_cluster_stream<In, W, ITEMS, BLOCK>(K, chunk, a, status)
 #pragma once
 
 #include "cross_entropy_plan.hpp"
@@ -81,6 +82,10 @@ class Launcher {
   template <typename In, int W, int ITEMS, int BLOCK>
   bool cross_entropy_cluster(int K, int64_t chunk, const CrossEntropyArgs& a, onorm_status& status) {
     return rt_.template cross_entropy_cluster<In, W, ITEMS, BLOCK>(K, chunk, a, status);
+  }
+  template <typename In, int W, int ITEMS, int BLOCK>
+  bool cross_entropy_cluster_stream(int K, int64_t chunk, const CrossEntropyArgs& a, onorm_status& status) {
+    return rt_.template cross_entropy_cluster_stream<In, W, ITEMS, BLOCK>(K, chunk, a, status);
   }
   template <typename In, int W>
   onorm_status softmax_topk(unsigned grid, const TopkArgs& a) {
