@@ -346,6 +346,25 @@ TEST_P(CrossEntropy, EveryPlacementAndSliceEdge) {
   }
 }
 
+// Many more rows than a device holds clusters at once: the streamed 16-bit clusters take several
+// rows each (their mailboxes and stage alternate row by row); hard rows among them, in place.
+TEST_P(CrossEntropy, ManyRowsPerPlacement) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  Problem p;
+  p.rows = 300;
+  p.cols = 32768;
+  p.xt = ONORM_BF16;
+  p.gt = ONORM_BF16;
+  p.in_place = true;
+  p.ls = 0.1;
+  p.gs = 1.0 / 300;
+  SCOPED_TRACE(describe(p));
+  auto rp = std::make_shared<RowPlan>(plan_rows(p, rng, true));
+  Call run(ctx, p, row_gen(p, rp, rng), rp->targets);
+  run.run_and_check(ctx);
+}
+
 // dlogits over logits gives the same bits as out of place (every dtype, strided, unaligned).
 TEST_P(CrossEntropy, InPlaceEqualsOutOfPlace) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
