@@ -20,17 +20,52 @@
 namespace onorm {
 namespace cuda {
 
+// A block's shared memory for its cluster's rows: the reductions' scratch, the mailbox of the
+// slices' statistics, the row's merged statistics.
+template <int WARP, int BLOCK>
+struct ClusterCeShared {
+  gpu::CeScratch<WARP, BLOCK> sc;
+  Mailbox<core::ops::CrossEntropy::SliceStats> mail;
+  core::ops::CrossEntropy::SliceStats merged;
+};
+
+// This block's place in its cluster: K blocks, its rank, its slice [col0, col0 + n).
+struct ClusterSlice {
+  unsigned K, rank;
+  int64_t col0;
+  int n;
+};
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The slice of chunk columns this block holds (every thread, at the start: the mailbox opened,
+// this block's arrival on the cluster's barrier).
+template <int WARP, int BLOCK>
+__device__ __forceinline__ ClusterSlice open_cluster_slice(const gpu::CrossEntropyArgs& a, int64_t chunk,
+                                                           ClusterCeShared<WARP, BLOCK>& sh) {
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  ClusterSlice c;
+  c.K = cluster.num_blocks();
+  c.rank = cluster.block_rank();
+  c.col0 = static_cast<int64_t>(c.rank) * chunk;
+  c.n = static_cast<int>(a.cols - c.col0 < chunk ? (a.cols > c.col0 ? a.cols - c.col0 : 0) : chunk);
+  mailbox_open(sh.mail);
+  return c;
+}
+
 // One row of a cluster's blocks, this block's slice [col0, col0 + n) in v: the slice's
 // statistics, their delivery into every block's mailbox (set j & 1), the merge, the gradient's
 // stores, and (rank 0, thread 0) the loss.
 template <typename In, int WARP, int ITEMS, int BLOCK>
-__device__ __forceinline__ void cluster_ce_row(const gpu::CrossEntropyArgs& a, int64_t row, uint32_t j, int64_t col0,
-                                               int n, int lane, unsigned K, unsigned rank, float* v,
-                                               gpu::CeScratch<WARP, BLOCK>& sc,
-                                               Mailbox<core::ops::CrossEntropy::SliceStats>& mail,
-                                               core::ops::CrossEntropy::SliceStats& merged) {
+__device__ __forceinline__ void cluster_ce_row(const gpu::CrossEntropyArgs& a, int64_t row, uint32_t j,
+                                               const ClusterSlice& cs, int lane, float* v,
+                                               ClusterCeShared<WARP, BLOCK>& sh) {
   using S = core::ops::CrossEntropy::SliceStats;
+  const unsigned K = cs.K, rank = cs.rank;
+  const int64_t col0 = cs.col0;
+  const int n = cs.n;
+  gpu::CeScratch<WARP, BLOCK>& sc = sh.sc;
+  Mailbox<S>& mail = sh.mail;
+  S& merged = sh.merged;
   const unsigned set = j & 1u;
   const int64_t t = a.targets[row];
   const gpu::CeTarget tg = gpu::ce_target_in<In, BLOCK>(a, row, t, col0, n, lane);
@@ -71,24 +106,16 @@ template <typename In, int WARP, int ITEMS, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK, true>()))
     cluster_cross_entropy_kernel(gpu::CrossEntropyArgs a, int64_t chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  using S = core::ops::CrossEntropy::SliceStats;
-  __shared__ gpu::CeScratch<WARP, BLOCK> sc;
-  __shared__ Mailbox<S> mail;
-  __shared__ S merged;
-  mailbox_open(mail);
-  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const unsigned K = cluster.num_blocks();
-  const unsigned rank = cluster.block_rank();
-  const int64_t col0 = static_cast<int64_t>(rank) * chunk;
-  const int n = static_cast<int>(a.cols - col0 < chunk ? (a.cols > col0 ? a.cols - col0 : 0) : chunk);
+  __shared__ ClusterCeShared<WARP, BLOCK> sh;
+  const ClusterSlice cs = open_cluster_slice(a, chunk, sh);
   const int lane = static_cast<int>(threadIdx.x);
-  const int64_t clusters = gridDim.x / K;
+  const int64_t clusters = gridDim.x / cs.K;
   bulk::cluster_wait();  // every block's barriers are ready for the stores
   uint32_t j = 0;
-  for (int64_t row = blockIdx.x / K; row < a.rows; row += clusters, ++j) {
+  for (int64_t row = blockIdx.x / cs.K; row < a.rows; row += clusters, ++j) {
     float v[ITEMS * gpu::io<In>::kVec];
-    gpu::ce_load_slice<In, ITEMS, BLOCK>(a, row, col0, n, lane, v);
-    cluster_ce_row<In, WARP, ITEMS, BLOCK>(a, row, j, col0, n, lane, K, rank, v, sc, mail, merged);
+    gpu::ce_load_slice<In, ITEMS, BLOCK>(a, row, cs.col0, cs.n, lane, v);
+    cluster_ce_row<In, WARP, ITEMS, BLOCK>(a, row, j, cs, lane, v, sh);
   }
 #endif
 }
@@ -101,38 +128,30 @@ template <typename In, int WARP, int ITEMS, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK, true>()))
     cluster_cross_entropy_stream_kernel(gpu::CrossEntropyArgs a, int64_t chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  using S = core::ops::CrossEntropy::SliceStats;
-  __shared__ gpu::CeScratch<WARP, BLOCK> sc;
-  __shared__ Mailbox<S> mail;
-  __shared__ S merged;
+  __shared__ ClusterCeShared<WARP, BLOCK> sh;
   __shared__ uint64_t landed;  // the stage's barrier: one phase per row
   ONORM_DYNAMIC_SMEM(stage);
-  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const unsigned K = cluster.num_blocks();
-  const unsigned rank = cluster.block_rank();
-  const int64_t col0 = static_cast<int64_t>(rank) * chunk;
-  const int n = static_cast<int>(a.cols - col0 < chunk ? (a.cols > col0 ? a.cols - col0 : 0) : chunk);
+  const ClusterSlice cs = open_cluster_slice(a, chunk, sh);
   const int lane = static_cast<int>(threadIdx.x);
-  const int64_t step = gridDim.x / K;
-  int64_t row = blockIdx.x / K;
-  mailbox_open(mail);
+  const int64_t step = gridDim.x / cs.K;
+  int64_t row = blockIdx.x / cs.K;
   if (threadIdx.x == 0) {
     bulk::init(&landed);
-    if (row < a.rows) stage_ce_slice<In>(a, row, col0, n, stage, &landed);
+    if (row < a.rows) stage_ce_slice<In>(a, row, cs.col0, cs.n, stage, &landed);
   }
   __syncthreads();  // the stage's barrier is initialized
   bulk::cluster_wait();
   for (uint32_t j = 0; row < a.rows; row += step, ++j) {
     bulk::wait(&landed, j & 1u);
     float v[ITEMS * gpu::io<In>::kVec];
-    gpu::load_items<In, ITEMS, BLOCK>(reinterpret_cast<const In*>(stage), n, lane, v, true,
+    gpu::load_items<In, ITEMS, BLOCK>(reinterpret_cast<const In*>(stage), cs.n, lane, v, true,
                                       core::neg_infinity<float>());
     __syncthreads();  // every thread holds its values: the stage takes the next row
     if (threadIdx.x == 0 && row + step < a.rows) {
       bulk::fence_before_copy();
-      stage_ce_slice<In>(a, row + step, col0, n, stage, &landed);
+      stage_ce_slice<In>(a, row + step, cs.col0, cs.n, stage, &landed);
     }
-    cluster_ce_row<In, WARP, ITEMS, BLOCK>(a, row, j, col0, n, lane, K, rank, v, sc, mail, merged);
+    cluster_ce_row<In, WARP, ITEMS, BLOCK>(a, row, j, cs, lane, v, sh);
   }
 #endif
 }
