@@ -290,13 +290,16 @@ TEST_P(CrossEntropy, LargeVocabularies) {
 }
 
 // Rows at every placement's edge (one block of 1024..8192 columns, clusters of 2..16 slices of
-// 8192 or 16384 columns, and past them), with the hard values where a split can cut them: the
-// target and outliers (+30 over the row, a large offset, values near FLT_MAX in f32) at the
-// first and last column of every even split into 2..16 slices aligned to 4 or 8 elements.
+// 8192 or 16384 columns, clusters reading their slices twice past 262144, and a block per row
+// where there are no clusters), with the hard values where a split can cut them: the target
+// and outliers (+30 over the row, a large offset, values near FLT_MAX in f32) at the first and
+// last column of every even split into 2..16 slices aligned to 4 or 8 elements. The widest rows
+// on GPUs only (the CPU's are the same code at every width, and the reference's time).
 TEST_P(CrossEntropy, EveryPlacementAndSliceEdge) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
   ONORM_SEEDED_RNG(rng);
-  const int64_t widths[] = {1024, 1025, 4096, 4097, 8192, 8193, 16385, 40000, 131072, 131073, 262144, 262145};
+  std::vector<int64_t> widths = {1024, 1025, 4096, 4097, 8192, 8193, 16385, 40000, 131072, 131073, 262144, 262145};
+  if (is_gpu(GetParam())) widths.insert(widths.end(), {300001, (int64_t(1) << 20) + 3});
   for (int64_t cols : widths) {
     std::vector<int64_t> edges;
     for (int64_t vec : {4, 8})
@@ -351,18 +354,29 @@ TEST_P(CrossEntropy, EveryPlacementAndSliceEdge) {
 TEST_P(CrossEntropy, ManyRowsPerPlacement) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
   ONORM_SEEDED_RNG(rng);
-  Problem p;
-  p.rows = 300;
-  p.cols = 32768;
-  p.xt = ONORM_BF16;
-  p.gt = ONORM_BF16;
-  p.in_place = true;
-  p.ls = 0.1;
-  p.gs = 1.0 / 300;
-  SCOPED_TRACE(describe(p));
-  auto rp = std::make_shared<RowPlan>(plan_rows(p, rng, true));
-  Call run(ctx, p, row_gen(p, rp, rng), rp->targets);
-  run.run_and_check(ctx);
+  // 16-bit rows streamed; on GPUs also rows of 300001 columns over clusters reading their
+  // slices twice, in both dtypes.
+  struct Shape {
+    int64_t rows, cols;
+    onorm_dtype dt;
+  };
+  std::vector<Shape> shapes = {{300, 32768, ONORM_BF16}};
+  if (is_gpu(GetParam())) shapes.insert(shapes.end(), {{40, 300001, ONORM_F32}, {40, 300000, ONORM_BF16}});
+  for (const Shape& sh : shapes) {
+    Problem p;
+    p.rows = sh.rows;
+    p.cols = sh.cols;
+    p.xt = sh.dt;
+    p.gt = sh.dt;
+    p.in_place = true;
+    p.ls = 0.1;
+    p.gs = 1.0 / static_cast<double>(sh.rows);
+    SCOPED_TRACE(describe(p));
+    auto rp = std::make_shared<RowPlan>(plan_rows(p, rng, true));
+    Call run(ctx, p, row_gen(p, rp, rng), rp->targets);
+    run.run_and_check(ctx);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
 }
 
 // dlogits over logits gives the same bits as out of place (every dtype, strided, unaligned).

@@ -52,6 +52,36 @@ __device__ __forceinline__ ClusterSlice open_cluster_slice(const gpu::CrossEntro
   return c;
 }
 
+// Thread 0, before its block's statistics of the cluster's j-th row: the arrival on this
+// block's mailbox (set j & 1) that expects every block's statistics.
+template <int WARP, int BLOCK>
+__device__ __forceinline__ void expect_slice_stats(uint32_t j, const ClusterSlice& cs, ClusterCeShared<WARP, BLOCK>& sh) {
+  using S = core::ops::CrossEntropy::SliceStats;
+  bulk::arrive_expect(&sh.mail.full[j & 1u], static_cast<uint32_t>(cs.K * sizeof(S)));
+}
+
+// This block's statistics of the cluster's j-th row (`mine`, in threads 0..K-1 at least)
+// delivered into every block's mailbox (set j & 1), the K merged in a fixed tree
+// (gpu::merge_slice_stats: every block gets the same bits) into sh.merged. Ends with a barrier.
+template <int WARP, int BLOCK>
+__device__ __forceinline__ void cluster_merge(const core::ops::CrossEntropy::SliceStats& mine, uint32_t j,
+                                              const ClusterSlice& cs, ClusterCeShared<WARP, BLOCK>& sh) {
+  using S = core::ops::CrossEntropy::SliceStats;
+  const unsigned set = j & 1u;
+  if (threadIdx.x < cs.K) {  // thread p delivers this block's statistics to block p
+    const unsigned p = threadIdx.x;
+    bulk::store_to_peer(bulk::peer_address(&sh.mail.slot[set][cs.rank], p), reinterpret_cast<const uint32_t*>(&mine),
+                        int(sizeof(S) / 4), bulk::peer_address(&sh.mail.full[set], p));
+  }
+  if (threadIdx.x < WARP) {
+    const int lane = static_cast<int>(threadIdx.x);
+    bulk::wait(&sh.mail.full[set], (j >> 1) & 1u);
+    const S st = gpu::merge_slice_stats<WARP>(lane < static_cast<int>(cs.K) ? sh.mail.slot[set][lane] : S::identity(), lane);
+    if (lane == 0) sh.merged = st;
+  }
+  __syncthreads();  // `merged` visible; the slots are read before the next row's stores into them
+}
+
 // One row of a cluster's blocks, this block's slice [col0, col0 + n) in v: the slice's
 // statistics, their delivery into every block's mailbox (set j & 1), the merge, the gradient's
 // stores, and (rank 0, thread 0) the loss.
@@ -60,34 +90,21 @@ __device__ __forceinline__ void cluster_ce_row(const gpu::CrossEntropyArgs& a, i
                                                const ClusterSlice& cs, int lane, float* v,
                                                ClusterCeShared<WARP, BLOCK>& sh) {
   using S = core::ops::CrossEntropy::SliceStats;
-  const unsigned K = cs.K, rank = cs.rank;
   const int64_t col0 = cs.col0;
   const int n = cs.n;
   gpu::CeScratch<WARP, BLOCK>& sc = sh.sc;
-  Mailbox<S>& mail = sh.mail;
-  S& merged = sh.merged;
-  const unsigned set = j & 1u;
+  const S& merged = sh.merged;
   const int64_t t = a.targets[row];
   const gpu::CeTarget tg = gpu::ce_target_in<In, BLOCK>(a, row, t, col0, n, lane);
-  if (threadIdx.x == 0) bulk::arrive_expect(&mail.full[set], static_cast<uint32_t>(K * sizeof(S)));
+  if (threadIdx.x == 0) expect_slice_stats(j, cs, sh);
   const S mine = gpu::ce_stats_of<In, WARP, ITEMS, BLOCK>(a, v, n, lane, tg, sc);
-  if (threadIdx.x < K) {  // thread p delivers this block's statistics to block p
-    const unsigned p = threadIdx.x;
-    bulk::store_to_peer(bulk::peer_address(&mail.slot[set][rank], p), reinterpret_cast<const uint32_t*>(&mine),
-                        int(sizeof(S) / 4), bulk::peer_address(&mail.full[set], p));
-  }
-  if (threadIdx.x < WARP) {
-    bulk::wait(&mail.full[set], (j >> 1) & 1u);
-    const S st = gpu::merge_slice_stats<WARP>(lane < static_cast<int>(K) ? mail.slot[set][lane] : S::identity(), lane);
-    if (lane == 0) merged = st;
-  }
-  __syncthreads();  // `merged` visible; the slots are read before the next row's stores into them
+  cluster_merge<WARP, BLOCK>(mine, j, cs, sh);
   if (a.dx) {
     gpu::ce_slice_finish<In, ITEMS, BLOCK>(a, row, col0, n, lane, v, gpu::ce_row_coefs(a, t, merged),
                                             static_cast<float>(mine.st.ms.m), tg);
   }
   // `merged` is rewritten only after the next row's first barrier.
-  if (rank == 0 && threadIdx.x == 0) gpu::ce_row_loss(a, row, t, merged);
+  if (cs.rank == 0 && threadIdx.x == 0) gpu::ce_row_loss(a, row, t, merged);
 }
 
 // Thread 0: the copy of `row`'s slice into the stage, landing on `landed`.
@@ -152,6 +169,41 @@ __global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK, t
       stage_ce_slice<In>(a, row + step, cs.col0, cs.n, stage, &landed);
     }
     cluster_ce_row<In, WARP, ITEMS, BLOCK>(a, row, j, cs, lane, v, sh);
+  }
+#endif
+}
+
+// Rows longer than the clusters hold in registers: a cluster per row, each block's slice read
+// twice: its statistics (gpu::block_logit_stats, in steps), the cluster's merge, then the
+// gradient (gpu::write_dlogits, reading the slice again). The planner launches only as many
+// clusters as its rows' bytes leave in L2, so the second read is served from L2. grid.x =
+// clusters * K, cluster (K, 1, 1); chunk: columns per slice (a multiple of the vector width);
+// stage WHOLE. In place: a block writes only its own slice, each element by the thread that
+// read it, after the merge (every block has read its slice and the target's logit by then).
+template <typename In, int WARP, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_cross_entropy_reread_kernel(gpu::CrossEntropyArgs a, int64_t chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using CE = core::ops::CrossEntropy;
+  __shared__ ClusterCeShared<WARP, BLOCK> sh;
+  __shared__ core::LogitStats<double> scratch[BLOCK / WARP];
+  const ClusterSlice cs = open_cluster_slice(a, chunk, sh);
+  const int64_t clusters = gridDim.x / cs.K;
+  bulk::cluster_wait();  // every block's barriers are ready for the stores
+  uint32_t j = 0;
+  for (int64_t row = blockIdx.x / cs.K; row < a.rows; row += clusters, ++j) {
+    const In* x = static_cast<const In*>(a.x) + row * a.x_stride;
+    const int64_t t = a.targets[row];
+    if (threadIdx.x == 0) expect_slice_stats(j, cs, sh);
+    const bool sum_x = a.param[0] > 0.0;  // label smoothing's
+    CE::SliceStats mine{gpu::block_logit_stats<In, WARP, BLOCK>(x + cs.col0, cs.n, a.x_vec != 0, sum_x, scratch),
+                        0.0f, 0};
+    if (threadIdx.x < cs.K && CE::reads_target(t, a.cols, a.ignore_index) && t >= cs.col0 && t < cs.col0 + cs.n) {
+      mine.target_logit = gpu::io<In>::load1(x + t);
+      mine.holds_target = 1;
+    }
+    cluster_merge<WARP, BLOCK>(mine, j, cs, sh);
+    if (a.dx) gpu::write_dlogits_as<In, BLOCK>(a, x, row, cs.col0, cs.n, cs.col0, gpu::ce_row_coefs(a, t, sh.merged));
+    if (cs.rank == 0 && threadIdx.x == 0) gpu::ce_row_loss(a, row, t, sh.merged);
   }
 #endif
 }

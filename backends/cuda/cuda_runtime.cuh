@@ -58,15 +58,9 @@ class CudaRuntime {
   // false where none fits.
   template <typename R, int W, int ITEMS, int BLOCK>
   bool cluster_stream(int K, const gpu::RowArgs& a, const gpu::SplitArgs& s, onorm_status& status) {
-    auto kern = cluster_stream_kernel<R, W, ITEMS, BLOCK>;
     const size_t smem = static_cast<size_t>(s.chunk) * sizeof(typename R::In);
-    const int clusters = resident_clusters(kern, K, BLOCK, smem, status);
-    if (clusters < 1) return false;
-    cudaLaunchAttribute attr[1];
-    cudaLaunchConfig_t cfg = config(unsigned(std::min<int64_t>(clusters, a.rows) * K), K, BLOCK, attr);
-    cfg.dynamicSmemBytes = smem;
-    status = try_call(cudaLaunchKernelEx(&cfg, kern, a, s), "cluster stream launch");
-    return true;
+    return launch_resident(cluster_stream_kernel<R, W, ITEMS, BLOCK>, K, BLOCK, smem, a.rows, "cluster stream launch",
+                           status, a, s);
   }
 
   // Cross-entropy over clusters of K blocks, slices of `chunk` columns (cluster_cross_entropy.cuh),
@@ -86,15 +80,18 @@ class CudaRuntime {
   // a shared-memory stage of `chunk` elements; false where none fits.
   template <typename In, int W, int ITEMS, int BLOCK>
   bool cross_entropy_cluster_stream(int K, int64_t chunk, const gpu::CrossEntropyArgs& a, onorm_status& status) {
-    auto kern = cluster_cross_entropy_stream_kernel<In, W, ITEMS, BLOCK>;
-    const size_t smem = static_cast<size_t>(chunk) * sizeof(In);
-    const int clusters = resident_clusters(kern, K, BLOCK, smem, status);
-    if (clusters < 1) return false;
-    cudaLaunchAttribute attr[1];
-    cudaLaunchConfig_t cfg = config(unsigned(std::min<int64_t>(clusters, a.rows) * K), K, BLOCK, attr);
-    cfg.dynamicSmemBytes = smem;
-    status = try_call(cudaLaunchKernelEx(&cfg, kern, a, chunk), "cross entropy cluster stream launch");
-    return true;
+    return launch_resident(cluster_cross_entropy_stream_kernel<In, W, ITEMS, BLOCK>, K, BLOCK, chunk * sizeof(In),
+                           a.rows, "cross entropy cluster stream launch", status, a, chunk);
+  }
+
+  // Cross-entropy over clusters of K blocks reading their slices of `chunk` columns twice
+  // (cluster_cross_entropy_reread_kernel), on as many resident clusters as fit, at most `most`;
+  // false where none fits.
+  template <typename In, int W, int BLOCK>
+  bool cross_entropy_cluster_reread(int K, int64_t chunk, int64_t most, const gpu::CrossEntropyArgs& a,
+                                    onorm_status& status) {
+    return launch_resident(cluster_cross_entropy_reread_kernel<In, W, BLOCK>, K, BLOCK, 0, most,
+                           "cross entropy cluster reread launch", status, a, chunk);
   }
 
   // The norms' backward over clusters of C blocks, slices of `chunk` columns
@@ -120,6 +117,19 @@ class CudaRuntime {
   }
 
  private:
+  // `kern` with `args` on as many clusters of K blocks of `block` threads (`smem` bytes of dynamic
+  // shared memory each) as the device holds at once, at most `most`; false where none fits.
+  template <typename... Params, typename... Args>
+  bool launch_resident(void (*kern)(Params...), int K, int block, size_t smem, int64_t most, const char* what,
+                       onorm_status& status, const Args&... args) {
+    const int clusters = resident_clusters(kern, K, block, smem, status);
+    if (clusters < 1) return false;
+    cudaLaunchAttribute attr[1];
+    cudaLaunchConfig_t cfg = config(unsigned(std::min<int64_t>(clusters, most) * K), K, block, attr);
+    cfg.dynamicSmemBytes = smem;
+    status = try_call(cudaLaunchKernelEx(&cfg, kern, args...), what);
+    return true;
+  }
   // A block's shared memory past 48 KB, static and dynamic together, must be allowed for the
   // kernel first: without it the occupancy queries report that nothing fits (48 KB of stages
   // beside a kernel's few hundred static bytes included).

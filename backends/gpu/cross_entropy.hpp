@@ -48,32 +48,56 @@ struct CrossEntropyArgs {
   int64_t cols_offset;
 };
 
-// Pass 2 of a row: dlogits of element type Out.
+// Pass 2 over columns [col0, col0 + n) of `row` (x: the row's logits): dlogits of element type
+// Out; `first` is x[col0]'s column in the targets' numbering.
 template <typename In, typename Out, int BLOCK>
-ONORM_DEV void write_dlogits(const CrossEntropyArgs& a, const In* x, int64_t row, const core::ops::CrossEntropy::Coefs& cf) {
+ONORM_DEV void write_dlogits(const CrossEntropyArgs& a, const In* x, int64_t row, int64_t col0, int64_t n,
+                             int64_t first, const core::ops::CrossEntropy::Coefs& cf) {
   using Steps = LogitSteps<In>;
   constexpr int VEC = Steps::kVec, ITEMS = Steps::kItems, E = Steps::kElems;
   constexpr int64_t kStep = int64_t(BLOCK) * E;
   const GpuMath m;
   const int tid = static_cast<int>(threadIdx.x);
-  Out* y = static_cast<Out*>(a.dx) + row * a.dx_stride;
-  for (int64_t base = 0; base < a.cols; base += kStep) {
-    const int n = static_cast<int>(a.cols - base < kStep ? a.cols - base : kStep);
-    float v[E];
+  x += col0;
+  Out* y = static_cast<Out*>(a.dx) + row * a.dx_stride + col0;
+  auto width = [&](int64_t base) { return static_cast<int>(n - base < kStep ? n - base : kStep); };
+  // The next step's loads are issued before this step's math and stores (in place: they are
+  // other elements, each read by the thread that writes it).
+  float v[E];
+  if (!cf.zero && n > 0) load_items<In, ITEMS, BLOCK, VEC>(x, width(0), tid, v, a.x_vec != 0, 0.0f);
+  for (int64_t base = 0; base < n; base += kStep) {
+    const bool more = base + kStep < n;
+    float next[E];
     if (cf.zero) {
 #pragma unroll
       for (int e = 0; e < E; ++e) v[e] = 0.0f;
     } else {
-      load_items<In, ITEMS, BLOCK, VEC>(x + base, n, tid, v, a.x_vec != 0, 0.0f);
+      if (more) load_items<In, ITEMS, BLOCK, VEC>(x + base + kStep, width(base + kStep), tid, next, a.x_vec != 0, 0.0f);
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i)
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
-          const int64_t c = a.cols_offset + base + (tid + i * BLOCK) * VEC + j;
+          const int64_t c = first + base + (tid + i * BLOCK) * VEC + j;
           v[i * VEC + j] = core::ops::CrossEntropy::grad(m, cf, v[i * VEC + j], c == cf.target);
         }
     }
-    store_items<Out, VEC, ITEMS, BLOCK>(y + base, n, tid, v, a.dx_vec != 0);
+    store_items<Out, VEC, ITEMS, BLOCK>(y + base, width(base), tid, v, a.dx_vec != 0);
+    if (!more) break;
+    if (!cf.zero) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) v[e] = next[e];
+    }
+  }
+}
+
+// The same in the request's dlogits dtype.
+template <typename In, int BLOCK>
+ONORM_DEV void write_dlogits_as(const CrossEntropyArgs& a, const In* x, int64_t row, int64_t col0, int64_t n,
+                                int64_t first, const core::ops::CrossEntropy::Coefs& cf) {
+  switch (a.dx_dtype) {
+    case kF32: write_dlogits<In, float, BLOCK>(a, x, row, col0, n, first, cf); break;
+    case kF16: write_dlogits<In, core::f16_bits, BLOCK>(a, x, row, col0, n, first, cf); break;
+    default: write_dlogits<In, core::bf16_bits, BLOCK>(a, x, row, col0, n, first, cf); break;
   }
 }
 
@@ -94,7 +118,8 @@ __global__ void __launch_bounds__(BLOCK) cross_entropy_kernel(CrossEntropyArgs a
                             a.lse ? &lse : nullptr);
       }
     } else {
-      const core::LogitStats<double> st = block_logit_stats<In, WARP, BLOCK>(x, a.cols, a.x_vec != 0, scratch);
+      const core::LogitStats<double> st = block_logit_stats<In, WARP, BLOCK>(
+          x, a.cols, a.x_vec != 0, a.param[0] > 0.0 || a.stage == ONORM_STAGE_STATS, scratch);
       if (threadIdx.x == 0) {
         const int64_t tl = t - a.cols_offset;
         const bool holds = t != a.ignore_index && tl >= 0 && tl < a.cols;
@@ -111,13 +136,7 @@ __global__ void __launch_bounds__(BLOCK) cross_entropy_kernel(CrossEntropyArgs a
     }
     shim::sync_threads();  // the row and x_t are read; the coefficients are shared
     const CE::Coefs cf = shared_cf;
-    if (a.dx) {
-      switch (a.dx_dtype) {
-        case kF32: write_dlogits<In, float, BLOCK>(a, x, row, cf); break;
-        case kF16: write_dlogits<In, core::f16_bits, BLOCK>(a, x, row, cf); break;
-        default: write_dlogits<In, core::bf16_bits, BLOCK>(a, x, row, cf); break;
-      }
-    }
+    if (a.dx) write_dlogits_as<In, BLOCK>(a, x, row, 0, a.cols, a.cols_offset, cf);
     shim::sync_threads();  // every thread has its copy before thread 0 takes the next row's
   }
 }

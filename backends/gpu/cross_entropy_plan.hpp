@@ -2,8 +2,9 @@
 // columns a block each in registers (ce_rows_kernel, cross_entropy_rows.hpp), longer rows over a
 // thread-block cluster where the device has them (CUDA: cluster_cross_entropy.cuh; 16-bit rows
 // streamed through resident clusters where they allow), slices of 8192 columns up to 16 blocks,
-// then of 16384 (64 elements a thread); anything longer, and a slice's partial states, two reads
-// of the row (cross_entropy_kernel, cross_entropy.hpp).
+// then of 16384 (64 elements a thread); anything longer over clusters whose blocks read their
+// slices twice (the second from L2); without clusters, and a slice's partial states, two reads
+// of the row by one block (cross_entropy_kernel, cross_entropy.hpp).
 #pragma once
 
 #include "cross_entropy.hpp"
@@ -35,6 +36,28 @@ bool try_cross_entropy_cluster(L& l, const CrossEntropyArgs& a, onorm_status& st
   return l.template cross_entropy_cluster<In, WARP, E / VEC, 256>(static_cast<int>(K), chunk, a, status);
 }
 
+// Rows longer than the register clusters take (CUDA): clusters of kCeRereadBlock threads a block,
+// each block reading its slice twice, as few clusters at once as leave half of L2 for their
+// rows (the second read's hits), at least one. 16 blocks a cluster where the device holds
+// such clusters, else 8 (the portable size). False where none fits.
+constexpr int kCeRereadBlock = 1024;
+template <typename In, int WARP, typename L>
+bool try_cross_entropy_reread(L& l, const CrossEntropyArgs& a, onorm_status& status) {
+  constexpr int VEC = io<In>::kVec;
+  const int64_t row_bytes = a.cols * int64_t(sizeof(In));
+  const int64_t most = std::min<int64_t>(a.rows, std::max<int64_t>(1, l.caps().l2_bytes / 2 / row_bytes));
+  const int sizes[] = {l.caps().cluster_max, 8};
+  for (int K : sizes) {
+    if (K > l.caps().cluster_max) continue;
+    const int64_t per = (a.cols + K - 1) / K;
+    const int64_t chunk = (per + VEC - 1) / VEC * VEC;
+    if (l.template cross_entropy_cluster_reread<In, WARP, kCeRereadBlock>(K, chunk, most, a, status) ||
+        status != ONORM_OK)
+      return true;
+  }
+  return false;
+}
+
 // Runs the request's kernels (a: its arguments, first input In).
 template <typename In, int WARP, typename L>
 onorm_status place_cross_entropy(L& l, const CrossEntropyArgs& a) {
@@ -51,6 +74,7 @@ onorm_status place_cross_entropy(L& l, const CrossEntropyArgs& a) {
         onorm_status status = ONORM_OK;
         if (try_cross_entropy_cluster<In, WARP, 32>(l, a, status) || status != ONORM_OK) return status;
         if (try_cross_entropy_cluster<In, WARP, 64>(l, a, status) || status != ONORM_OK) return status;
+        if (try_cross_entropy_reread<In, WARP>(l, a, status) || status != ONORM_OK) return status;
       }
     }
   }

@@ -1,11 +1,11 @@
 // A row's LogitStats (core/logit_stats.hpp: softmax's (max, sum of exp(x - max)) and the sum of
-// x) taken by one block, for the driver ops that hold a row per block (cross-entropy, softmax
-// top-k). Each thread takes fixed steps of LogitSteps::kElems elements (16-byte vectors where
-// the row allows: the same values either way), a step's state in float (SoftmaxStatistics'
-// pivot and state), the steps folded pairwise in double (core::PairwiseFold: a float fold's
-// rounding, a few units per level, would near the bound at 2^24 columns where lse is small),
-// then the threads merged in double in the block's fixed tree. No atomics: the same row gives
-// the same bits in any batch, run after run.
+// x) taken by one block, for the driver ops that stream a row (or a slice of it) through a
+// block (cross-entropy). Each thread takes fixed steps of LogitSteps::kElems elements (16-byte
+// vectors where the row allows: the same values either way), the next step's loads issued
+// before this one's math; its sum of exp runs in float about a rarely moving pivot,
+// compensated (PivotSum: a few 1e-7 at 2^24 columns), its sum of x (scaled by kLogitSumScale)
+// in double a step at a time; the threads' merged in double in the block's fixed tree. No
+// atomics: the same row gives the same bits in any batch, run after run.
 #pragma once
 
 #include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
@@ -15,9 +15,8 @@
 
 #include "dtype_io.hpp"
 #include "math.hpp"
+#include "pivot_sum.hpp"
 #include "onlinenorm/core/logit_stats.hpp"
-#include "onlinenorm/core/ops/softmax.hpp"
-#include "onlinenorm/core/pairwise.hpp"
 #include "reduce.hpp"
 #include "row_chunk.hpp"
 
@@ -38,42 +37,46 @@ struct LogitSteps {
   static constexpr int kItems = kElems / kVec;
 };
 
-// The LogitStats of x[0, cols) over the block (every thread calls it and gets the same bits).
-// aligned: x is 16-byte aligned (a step's offset keeps it: BLOCK * 16 elements). Ends with a
-// barrier (block_allreduce): every thread of the block has finished reading the row.
+// The LogitStats of x[0, cols) over the block (every thread calls it and gets the same bits);
+// sum_x: the sum of x is taken (else 0). aligned: x is 16-byte aligned (a step's offset keeps
+// it: BLOCK * 16 elements). Ends with a barrier (block_allreduce): every thread of the block has
+// finished reading the row.
 template <typename In, int WARP, int BLOCK>
-ONORM_DEV core::LogitStats<double> block_logit_stats(const In* x, int64_t cols, bool aligned,
+ONORM_DEV core::LogitStats<double> block_logit_stats(const In* x, int64_t cols, bool aligned, bool sum_x,
                                                      core::LogitStats<double>* scratch) {
-  using Stats = core::ops::SoftmaxStatistics;
   using Steps = LogitSteps<In>;
   constexpr int VEC = Steps::kVec, ITEMS = Steps::kItems, E = Steps::kElems;
   constexpr int64_t kStep = int64_t(BLOCK) * E;
   static_assert(BLOCK / WARP > 1, "block_allreduce ends with a barrier when the block has several warps");
-  const GpuMath m;
   const int tid = static_cast<int>(threadIdx.x);
-  core::PairwiseFold<core::LogitStats<double>> fold;
-  for (int64_t base = 0; base < cols; base += kStep) {
+  auto load = [&](int64_t base, float* v) {
     const int n = static_cast<int>(cols - base < kStep ? cols - base : kStep);
-    float v[E];
-    load_items<In, ITEMS, BLOCK, VEC>(x + base, n, tid, v, aligned, Stats::pad(0));
-    float r1 = core::neg_infinity<float>();
+    load_items<In, ITEMS, BLOCK, VEC>(x + base, n, tid, v, aligned, core::neg_infinity<float>());
+  };
+  PivotSum sum;
+  double sx = 0.0;
+  float v[E];
+  if (cols > 0) load(0, v);
+  for (int64_t base = 0; base < cols; base += kStep) {
+    const bool more = base + kStep < cols;
+    float next[E];
+    if (more) load(base + kStep, next);
+    sum.push<E>(v, tile_max<E>(v));
+    if (sum_x) {
+      float t = 0.0f;
 #pragma unroll
-    for (int e = 0; e < E; ++e) r1 = shim::nan_max(r1, v[e]);
-    const float p = Stats::pivot(r1, E);
-    float d = 0.0f, sx = 0.0f;
+      for (int i = 0; i < ITEMS; ++i)
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i)
+        for (int j = 0; j < VEC; ++j)
+          if (base + (tid + i * BLOCK) * VEC + j < cols) t += v[i * VEC + j] * core::kLogitSumScale;
+      sx += t;
+    }
+    if (!more) break;
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const int e = i * VEC + j;
-        d += m.exp(v[e] - p);  // padding (-inf) adds 0
-        if ((tid + i * BLOCK) * VEC + j < n) sx += v[e] * core::kLogitSumScale;
-      }
-    core::LogitStats<double> step = core::LogitStats<float>::of(Stats::state<float>(E, r1, p, &d), sx).as<double>();
-    step.sum *= core::kLogitSumUnscale;
-    fold.push(step);
+    for (int e = 0; e < E; ++e) v[e] = next[e];
   }
-  return block_allreduce<WARP, BLOCK>(fold.result(), scratch, CombineOp<core::LogitStats<double>>{});
+  const core::LogitStats<double> st = core::LogitStats<double>::of(sum.state(), sx * core::kLogitSumUnscale);
+  return block_allreduce<WARP, BLOCK>(st, scratch, CombineOp<core::LogitStats<double>>{});
 }
 
 }  // namespace gpu

@@ -2,8 +2,8 @@
 // and HIP: softmax_topk_kernel, a block per row (a grid-stride loop over the rows), k up to
 // SoftmaxTopk::kGpuMaxK, the row read once, in tiles of 16-byte vectors:
 //   1. each tile's terms of the softmax sum (not with renormalize): a thread's running float
-//      sum about a pivot that moves rarely, compensated (TopkSum), merged over the block at
-//      the end in double and moved to the row's max (the first key);
+//      sum about a pivot that moves rarely, compensated (PivotSum, pivot_sum.hpp), merged over
+//      the block at the end in double and moved to the row's max (the first key);
 //   2. the tile's elements that pass the filter enter a buffer of candidates in shared memory
 //      (topk_candidates.hpp). The filter holds back only elements that cannot be in the top k:
 //      at first none; on a long row, in the first tile, keys under the k-th largest of the
@@ -28,6 +28,7 @@
 
 #include "dtype_io.hpp"
 #include "math.hpp"
+#include "pivot_sum.hpp"
 #include "onlinenorm/core/max_sum.hpp"
 #include "onlinenorm/core/ops/softmax.hpp"
 #include "onlinenorm/core/ops/softmax_topk.hpp"
@@ -138,63 +139,6 @@ __device__ __noinline__ void finish_row(Sh& sh, const TopkArgs& a, int64_t row, 
   }
 }
 
-// A thread's share of the row's sum of exp, in float: terms exp(x - q) about a pivot q that
-// moves only when a tile's max passes q + kTopkRebase (the sum then rescaled to the new one), so
-// that terms stay under e^16 and a row rescales a few times, not once per new maximum (a slowly
-// rising row would pile up the ex2's error once per tile). q starts at -FLT_MAX, a pivot like
-// any other: an all -inf tile adds exp(-inf) = 0 (a pivot at -inf would make it NaN). Each
-// tile's 16 terms are summed in a tree, the tiles' sums compensated (Kahan): at 2^24 columns a
-// thread's 4096 tiles stay within a few 1e-7 where a plain float sum could lose 2e-4. At the
-// row's end, a MaxSum in double about q (the block merges those; finish_row moves the row's to
-// its max).
-constexpr float kTopkRebase = 16.0f;
-struct TopkSum {
-  float q = -3.402823466e38f;  // the pivot: -FLT_MAX, then a tile's max
-  float s = 0.0f, c = 0.0f;    // sum of exp(x - q), Kahan's compensation
-
-  // A tile's terms (its max r1; padding -inf adds 0).
-  template <int E>
-  ONORM_DEV void push(const float* v, float r1) {
-    if (!(r1 <= q + kTopkRebase)) {  // rare: a max past q + 16, +inf or NaN (the row is NaN)
-      const float f = fast_exp(q - r1);
-      s *= f;
-      c *= f;
-      q = r1;
-    }
-    float t[E];
-#pragma unroll
-    for (int e = 0; e < E; ++e) t[e] = fast_exp(v[e] - q);
-#pragma unroll
-    for (int w = 1; w < E; w *= 2)
-#pragma unroll
-      for (int e = 0; e + w < E; e += 2 * w) t[e] += t[e + w];
-    const float y = t[0] - c;
-    const float z = s + y;
-    c = (z - s) - y;
-    s = z;
-  }
-  // The MaxSum about q, in double. No term above 0 (s == 0: only -inf, as q is some tile's max
-  // once any element is above -inf, and its term is 1): the identity. NaN and +inf carry over
-  // (s is NaN).
-  ONORM_DEV core::MaxSum<double> state() const {
-    if (s == 0.0f) return core::MaxSum<double>::identity();
-    return core::MaxSum<double>::of(double(q), double(s) - double(c));
-  }
-};
-
-// The max of a tile's elements (a NaN kept), in a tree.
-template <int E>
-ONORM_DEV float tile_max(const float* v) {
-  float t[E];
-#pragma unroll
-  for (int e = 0; e < E; ++e) t[e] = v[e];
-#pragma unroll
-  for (int w = 1; w < E; w *= 2)
-#pragma unroll
-    for (int e = 0; e + w < E; e += 2 * w) t[e] = shim::nan_max(t[e], t[e + w]);
-  return t[0];
-}
-
 // On NVIDIA, four blocks a multiprocessor (64 registers).
 // The row's first tile, a partial last one and every tile of an unaligned row take the plain
 // path (load_items). The whole tiles of an aligned row are software-pipelined: the next tile's
@@ -223,7 +167,7 @@ __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 4 : 1)) soft
   const int64_t whole = aligned ? a.cols / kTile * kTile : 0;
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const In* x = static_cast<const In*>(a.x) + row * a.x_stride;
-    TopkSum sum;
+    PivotSum sum;
     TopkState s{TopkFilter::all(), 0};
     float lo = s.f.floor();
     // The tile at base after its barrier, where some element of the block passed (any: this
