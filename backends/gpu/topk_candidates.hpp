@@ -53,7 +53,6 @@ struct TopkFilter {
     const uint64_t lo = ties ? uint64_t(thr) : uint64_t(thr) + 1;
     return value_of_key(static_cast<uint32_t>(lo < 0xff800000u ? lo : 0xff800000u));  // at most +inf's key
   }
-  ONORM_DEV static TopkFilter all() { return TopkFilter{0u, false, 0, 0}; }  // every key is above 0
 };
 
 template <int WARP, int BLOCK>
