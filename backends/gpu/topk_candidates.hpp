@@ -1,10 +1,12 @@
 // The candidates of a row's top k in shared memory (softmax_topk.hpp): a buffer of (key, column)
 // entries (core::ops::SoftmaxTopk::key), the filter an element must pass to enter it, and the
-// block-wide steps on it: appending a tile's elements (a block scan gives the slots: no atomics),
-// the k-th entry by a radix select, the compaction to the top k, and their sort.
-// Every step is exact and its result independent of the entries' order: the top k of a set of
-// (key, column) pairs is unique (columns differ), so a row's results are the same bits in any
-// run and any batch.
+// steps on it: appending (a thread reserves its slots with one shared atomic: only threads that
+// hold a candidate work), merging a short tail into the sorted top (the exact k-th, cheaply), the
+// k-th entry by a radix select, the compaction to the top k, and their sort.
+// Every step is exact and its result independent of the entries' order (the atomics' order
+// varies run to run): the top k of a set of (key, column) pairs is unique (columns differ), and
+// the merge and the sort place each entry by its rank, so a row's results are the same bits in
+// any run and any batch.
 #pragma once
 
 #include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
@@ -51,7 +53,6 @@ struct TopkFilter {
     const uint64_t lo = ties ? uint64_t(thr) : uint64_t(thr) + 1;
     return value_of_key(static_cast<uint32_t>(lo < 0xff800000u ? lo : 0xff800000u));  // at most +inf's key
   }
-  ONORM_DEV static TopkFilter all() { return TopkFilter{0u, false, 0, 0}; }  // every key is above 0
 };
 
 template <int WARP, int BLOCK>
@@ -66,6 +67,7 @@ struct TopkCandidates {
   } bits[BLOCK / WARP];
   uint64_t sel_prefix;
   int sel_need, sel_count;
+  int count;  // entries appended (past kTopkSlots: some found no slot)
 };
 
 // The exclusive prefix of v over the block in thread order, and the total. Every thread calls
@@ -240,39 +242,76 @@ ONORM_DEV void compact(Sh& sh, int n, int k, const TopkFilter& f) {
   shim::sync_threads();
 }
 
-// Appends this thread's elements of a tile (bit e of mask: value v[e] at column col(e)) to the
-// count entries held. A full buffer is compacted to its top k and the elements left over
-// re-filtered with the new filter, which f becomes. Every thread calls it (count, f: the same in
-// every thread).
-template <int WARP, int BLOCK, int E, typename Col, typename Sh>
-ONORM_DEV void append(Sh& sh, uint32_t mask, const float* v, Col col, int k, int64_t cols, int& count,
-                      TopkFilter& f) {
+// Appends this thread's elements (bit e of mask: value v[e] at column col(e)) to the buffer: one
+// atomic reserves a run of slots. Returns the elements that found no slot (the buffer is full:
+// the block compacts it, then appends them again).
+template <int E, typename Col, typename Sh>
+ONORM_DEV uint32_t append(Sh& sh, uint32_t mask, const float* v, Col col) {
   using Topk = core::ops::SoftmaxTopk;
-  for (;;) {
-    int total;
-    int slot = count + block_exclusive_scan<WARP, BLOCK>(__builtin_popcount(mask), total, sh.warp_sums);
+  int slot = atomicAdd(&sh.count, __builtin_popcount(mask));
+  uint32_t failed = 0;
 #pragma unroll
-    for (int e = 0; e < E; ++e)
-      if ((mask >> e) & 1u) {
-        if (slot < kTopkSlots) {
-          sh.keys[slot] = Topk::key(v[e]);
-          sh.cols[slot] = col(e);
-          mask &= ~(1u << e);
-        }
-        ++slot;
+  for (int e = 0; e < E; ++e)
+    if ((mask >> e) & 1u) {
+      if (slot < kTopkSlots) {
+        sh.keys[slot] = Topk::key(v[e]);
+        sh.cols[slot] = col(e);
+      } else {
+        failed |= 1u << e;
       }
-    if (count + total <= kTopkSlots) {
-      count += total;
-      return;
+      ++slot;
     }
-    shim::sync_threads();  // the buffer is full
-    f = select_kth<WARP, BLOCK>(sh, kTopkSlots, k, cols, false);
-    compact<WARP, BLOCK>(sh, kTopkSlots, k, f);
-    count = k;
+  return failed;
+}
+
+// The most entries merge_tail takes: two a thread.
+template <int BLOCK>
+constexpr int kMergeMax = 2 * BLOCK;
+
+// Merges the tail [held, n) (any order) into [0, held) (sorted by SoftmaxTopk::before): [0, min(k,
+// n)) becomes the first min(k, n) of the n entries, sorted, and sh.count that number. Each entry
+// goes to its rank: the sorted entries before it (its index, or a binary search), plus the tail's
+// (a count: O(n - held) a thread). n <= kMergeMax. Every thread calls it; ends with a barrier.
+template <int BLOCK, typename Sh>
+ONORM_DEV void merge_tail(Sh& sh, int held, int n, int k) {
+  using Topk = core::ops::SoftmaxTopk;
+  const int tid = static_cast<int>(threadIdx.x);
+  constexpr int R = kMergeMax<BLOCK> / BLOCK;
+  uint32_t key[R];
+  int64_t col[R];
+  int rank[R];
 #pragma unroll
-    for (int e = 0; e < E; ++e)
-      if (((mask >> e) & 1u) && !f.pass(Topk::key(v[e]), col(e))) mask &= ~(1u << e);
+  for (int r = 0; r < R; ++r) {
+    const int i = tid + r * BLOCK;
+    key[r] = 0u;
+    col[r] = 0;
+    rank[r] = k;  // not stored
+    if (i >= n) continue;
+    key[r] = sh.keys[i];
+    col[r] = sh.cols[i];
+    int tail_before = 0;
+    for (int j = held; j < n; ++j) tail_before += Topk::before(sh.keys[j], sh.cols[j], key[r], col[r]);
+    int held_before = i;
+    if (i >= held) {
+      int lo = 0, hi = held;
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (Topk::before(sh.keys[mid], sh.cols[mid], key[r], col[r])) lo = mid + 1;
+        else hi = mid;
+      }
+      held_before = lo;
+    }
+    rank[r] = held_before + tail_before;
   }
+  shim::sync_threads();
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+    if (rank[r] < k) {
+      sh.keys[rank[r]] = key[r];
+      sh.cols[rank[r]] = col[r];
+    }
+  if (tid == 0) sh.count = n < k ? n : k;
+  shim::sync_threads();
 }
 
 // Sorts entries [0, n) by SoftmaxTopk::before (a bitonic sort over the next power of two, the

@@ -288,9 +288,16 @@ TEST(DriverOps, SoftmaxTopk) {
 
 // Rows that drive the candidate buffer's paths (topk_candidates.hpp): widths past the buffer
 // (2048) and past a tile, ties at the k-th beyond what the buffer holds (constant, all -inf,
-// half -inf, few distinct bf16 values), rising rows (every tile floods the buffer), outliers,
-// NaN; checked as run_topk checks, on both warp widths.
-enum class TopkRow { normal, constant, half_inf, all_inf, few_values, rising, outliers, nan };
+// half -inf, few distinct bf16 values), rising rows (every tile floods the buffer, which
+// overflows during the appends), outliers, NaN; rows where the filter's bounds are tight:
+// `spread` puts the top k in the first tile, j = ceil(k / warps) in each warp's first lanes (one
+// a thread, distinct values), so that the first tile's bound (the lowest of the warps' j-th
+// thread maxima) is the k-th itself; `late_kth` puts k - 1 large values in the row's first half
+// and the k-th last, tied with a later column, so that a filter above the k-th of what came
+// before drops it; `flood` is normal but for its second tile, falling from 100: the buffer, its
+// top sorted, overflows in that tile and is compacted to elements of it alone. Checked as
+// run_topk checks, on both warp widths.
+enum class TopkRow { normal, constant, half_inf, all_inf, few_values, rising, outliers, nan, spread, late_kth, flood };
 
 template <int W>
 void run_topk_rows(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, const std::vector<TopkRow>& kinds,
@@ -313,6 +320,21 @@ void run_topk_rows(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, con
         case TopkRow::rising: v = double(j) * 1e-3; break;
         case TopkRow::outliers: v = rng() % 1000 == 0 ? 50.0 + n01(rng) : n01(rng); break;
         case TopkRow::nan: if (j == cols / 3) v = kNaN; break;
+        case TopkRow::spread: {
+          const int64_t vec = t == ONORM_F32 ? 4 : 8, warps = gpu::kTopkBlock / W, per_warp = (k + warps - 1) / warps;
+          const int64_t thread = j / vec, warp = thread / W, lane = thread % W;
+          if (j % vec == 0 && thread < gpu::kTopkBlock && lane < per_warp)  // 2^(warp + 4) (1 + lane / 128)
+            v = std::ldexp(1.0 + double(lane) / 128.0, int(warp) + 4);
+          break;
+        }
+        case TopkRow::late_kth:
+          if (j < cols / 2 && j % (cols / 2 / k) == 0 && j / (cols / 2 / k) < k - 1) v = 40.0;
+          if (j == cols - 5 || j == cols - 3) v = 30.0;
+          if (j == cols - 4000) v = 29.0;
+          break;
+        case TopkRow::flood:
+          if (j >= 4096 && j < 8192) v = 100.0 - double(j - 4096) * 1e-3;
+          break;
       }
       x.set(i, j, v);
     }
@@ -385,6 +407,22 @@ TEST(DriverOps, SoftmaxTopkWide) {
   // tiles, its pivot moved up a rising row every 16 (kTopkRebase).
   run_topk_rows<32>(ONORM_BF16, 65537, 64, false, {R::normal, R::few_values, R::rising, R::nan, R::all_inf}, rng, 0);
   run_topk_rows<32>(ONORM_F32, (int64_t(1) << 20) + 3, 8, false, {R::normal, R::rising, R::outliers}, rng, 0);
+}
+
+// Bounds at their tightest (spread, late_kth), the buffer flooded during appends (rising, few
+// values), aligned (the pipelined tiles) and not, k from 1 to the largest, both warp widths.
+TEST(DriverOps, SoftmaxTopkTightBounds) {
+  std::mt19937_64 rng(15);
+  using R = TopkRow;
+  const std::vector<R> kinds{R::spread, R::late_kth, R::flood, R::rising, R::few_values, R::normal};
+  for (int64_t k : {1, 8, 64, 256}) {
+    run_topk_rows<32>(ONORM_BF16, 3 * 4096 + 100, k, false, kinds, rng, 0);
+    run_topk_rows<64>(ONORM_BF16, 3 * 4096 + 100, k, k == 8, kinds, rng, 0);
+    run_topk_rows<32>(ONORM_F32, 20000, k, false, kinds, rng, 1);
+    run_topk_rows<64>(ONORM_F16, 20000, k, false, kinds, rng, 0);
+  }
+  run_topk_rows<32>(ONORM_F32, 5 * 4096, 1024, false, {R::late_kth, R::flood, R::rising, R::normal}, rng, 0);
+  run_topk_rows<64>(ONORM_BF16, 5 * 4096 + 3, 1024, true, {R::late_kth, R::few_values}, rng, 1);
 }
 
 // 2^24 + 3 columns: 4096 tiles a thread, summed in float (softmax_topk.hpp, TopkSum) within
