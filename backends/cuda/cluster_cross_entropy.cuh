@@ -173,13 +173,13 @@ __global__ void __launch_bounds__(BLOCK, (gpu::ce_min_blocks<In, ITEMS, BLOCK, t
 #endif
 }
 
-// Rows longer than the clusters hold in registers: a cluster per row, each block's slice read
-// twice: its statistics (gpu::block_logit_stats, in steps), the cluster's merge, then the
-// gradient (gpu::write_dlogits, reading the slice again). The planner launches only as many
-// clusters as its rows' bytes leave in L2, so the second read is served from L2. grid.x =
-// clusters * K, cluster (K, 1, 1); chunk: columns per slice (a multiple of the vector width);
-// stage WHOLE. In place: a block writes only its own slice, each element by the thread that
-// read it, after the merge (every block has read its slice and the target's logit by then).
+// Rows longer than the clusters hold in registers, fewer than the device has multiprocessors: a
+// cluster per row (walking rows c, c + clusters, ...), each block's slice read twice: its
+// statistics (gpu::block_logit_stats), the cluster's merge, then the gradient
+// (gpu::write_dlogits, reading the slice again, mostly from L2). grid.x = clusters * K, cluster
+// (K, 1, 1); chunk: columns per slice (a multiple of the vector width); stage WHOLE. In place: a
+// block writes only its own slice, each element by the thread that read it, after the merge
+// (every block has read its slice and the target's logit by then).
 template <typename In, int WARP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_cross_entropy_reread_kernel(gpu::CrossEntropyArgs a, int64_t chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

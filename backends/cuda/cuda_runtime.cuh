@@ -85,12 +85,11 @@ class CudaRuntime {
   }
 
   // Cross-entropy over clusters of K blocks reading their slices of `chunk` columns twice
-  // (cluster_cross_entropy_reread_kernel), on as many resident clusters as fit, at most `most`;
-  // false where none fits.
+  // (cluster_cross_entropy_reread_kernel), on as many resident clusters as fit (at most one per
+  // row); false where none fits.
   template <typename In, int W, int BLOCK>
-  bool cross_entropy_cluster_reread(int K, int64_t chunk, int64_t most, const gpu::CrossEntropyArgs& a,
-                                    onorm_status& status) {
-    return launch_resident(cluster_cross_entropy_reread_kernel<In, W, BLOCK>, K, BLOCK, 0, most,
+  bool cross_entropy_cluster_reread(int K, int64_t chunk, const gpu::CrossEntropyArgs& a, onorm_status& status) {
+    return launch_resident(cluster_cross_entropy_reread_kernel<In, W, BLOCK>, K, BLOCK, 0, a.rows,
                            "cross entropy cluster reread launch", status, a, chunk);
   }
 

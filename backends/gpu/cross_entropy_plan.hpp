@@ -2,9 +2,9 @@
 // columns a block each in registers (ce_rows_kernel, cross_entropy_rows.hpp), longer rows over a
 // thread-block cluster where the device has them (CUDA: cluster_cross_entropy.cuh; 16-bit rows
 // streamed through resident clusters where they allow), slices of 8192 columns up to 16 blocks,
-// then of 16384 (64 elements a thread); anything longer over clusters whose blocks read their
-// slices twice (the second from L2); without clusters, and a slice's partial states, two reads
-// of the row by one block (cross_entropy_kernel, cross_entropy.hpp).
+// then of 16384 (64 elements a thread); longer rows, when fewer than the multiprocessors, over
+// clusters whose blocks read their slices twice; else (and without clusters, and a slice's
+// partial states) two reads of the row by one block (cross_entropy_kernel, cross_entropy.hpp).
 #pragma once
 
 #include "cross_entropy.hpp"
@@ -36,23 +36,23 @@ bool try_cross_entropy_cluster(L& l, const CrossEntropyArgs& a, onorm_status& st
   return l.template cross_entropy_cluster<In, WARP, E / VEC, 256>(static_cast<int>(K), chunk, a, status);
 }
 
-// Rows longer than the register clusters take (CUDA): clusters of kCeRereadBlock threads a block,
-// each block reading its slice twice, as few clusters at once as leave half of L2 for their
-// rows (the second read's hits), at least one. 16 blocks a cluster where the device holds
-// such clusters, else 8 (the portable size). False where none fits.
-constexpr int kCeRereadBlock = 1024;
+// Rows longer than the register clusters take, fewer than the device has multiprocessors
+// (CUDA): clusters of 16 blocks (8, the portable size, where the device holds none of 16) of
+// kCeRereadBlock threads, four a multiprocessor, each block reading its slice twice, on every
+// resident cluster. Blocks of 512 and 1024 threads, clusters of 8, and fewer clusters (leaving
+// their rows in L2), or the next row's slices prefetched into L2, measured slower (bench/RESULTS.md).
+// False where none fits.
+constexpr int kCeRereadBlock = 256;
 template <typename In, int WARP, typename L>
 bool try_cross_entropy_reread(L& l, const CrossEntropyArgs& a, onorm_status& status) {
   constexpr int VEC = io<In>::kVec;
-  const int64_t row_bytes = a.cols * int64_t(sizeof(In));
-  const int64_t most = std::min<int64_t>(a.rows, std::max<int64_t>(1, l.caps().l2_bytes / 2 / row_bytes));
-  const int sizes[] = {l.caps().cluster_max, 8};
+  if (a.rows >= l.caps().sms) return false;
+  const int sizes[] = {16, 8};
   for (int K : sizes) {
     if (K > l.caps().cluster_max) continue;
     const int64_t per = (a.cols + K - 1) / K;
     const int64_t chunk = (per + VEC - 1) / VEC * VEC;
-    if (l.template cross_entropy_cluster_reread<In, WARP, kCeRereadBlock>(K, chunk, most, a, status) ||
-        status != ONORM_OK)
+    if (l.template cross_entropy_cluster_reread<In, WARP, kCeRereadBlock>(K, chunk, a, status) || status != ONORM_OK)
       return true;
   }
   return false;

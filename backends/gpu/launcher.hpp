@@ -11,7 +11,7 @@
 //               cluster_stream<R, W, ITEMS, BLOCK>(K, a, s, status),
 //               cross_entropy_cluster<In, W, ITEMS, BLOCK>(K, chunk, a, status),
 //               cross_entropy_cluster_stream<In, W, ITEMS, BLOCK>(K, chunk, a, status),
-//               cross_entropy_cluster_reread<In, W, BLOCK>(K, chunk, most, a, status)
+//               cross_entropy_cluster_reread<In, W, BLOCK>(K, chunk, a, status)
 #pragma once
 
 #include "cross_entropy_plan.hpp"
@@ -89,9 +89,8 @@ class Launcher {
     return rt_.template cross_entropy_cluster_stream<In, W, ITEMS, BLOCK>(K, chunk, a, status);
   }
   template <typename In, int W, int BLOCK>
-  bool cross_entropy_cluster_reread(int K, int64_t chunk, int64_t most, const CrossEntropyArgs& a,
-                                    onorm_status& status) {
-    return rt_.template cross_entropy_cluster_reread<In, W, BLOCK>(K, chunk, most, a, status);
+  bool cross_entropy_cluster_reread(int K, int64_t chunk, const CrossEntropyArgs& a, onorm_status& status) {
+    return rt_.template cross_entropy_cluster_reread<In, W, BLOCK>(K, chunk, a, status);
   }
   template <typename In, int W>
   onorm_status softmax_topk(unsigned grid, const TopkArgs& a) {

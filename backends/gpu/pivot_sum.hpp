@@ -28,7 +28,10 @@ struct PivotSum {
   // A tile's terms (its max r1; padding -inf adds 0).
   template <int E>
   ONORM_DEV void push(const float* v, float r1) {
-    if (!(r1 <= q + kPivotRebase)) {  // rare: a max past q + 16, +inf or NaN (the row is NaN)
+    // Rare: a max past q + 16, +inf or NaN (the row is NaN). Once q is NaN it stays: a later
+    // tile's max (-inf for a thread's padding) would move it, and a pivot at -inf drops the
+    // NaN sum in the block's combine.
+    if (r1 > q + kPivotRebase || r1 != r1) {
       const float f = fast_exp(q - r1);
       s *= f;
       c *= f;
