@@ -187,6 +187,52 @@ void HardData::backward_outliers(Op op) {
 TEST_P(HardData, SoftmaxBackwardOutliersAtBoundaries) { backward_outliers(Op::softmax_backward); }
 TEST_P(HardData, LogSoftmaxBackwardOutliersAtBoundaries) { backward_outliers(Op::log_softmax_backward); }
 
+// Softmax and log-softmax into 16-bit outputs (the CPU computes their exp with a cheaper,
+// less exact polynomial there: backends/cpu/simd_exp16-inl.h) at every width, the long ones
+// too, on hard rows: wide spreads (most terms far below the max), an outlier, a large offset,
+// values near the dtype's maximum, half masked, constant, a NaN, a +inf, and two-valued rows
+// (the max once, max - d elsewhere) whose sum is nearly all exp(-d) terms: the exp's error at
+// one argument reaches every output. Rows >= 16384 columns also run alone (the CPU split path).
+TEST_P(HardData, SoftmaxIntoSixteenBitOutputs) {
+  ONORM_OPEN_WHERE_OR_SKIP(ctx, std::get<0>(GetParam()));
+  ONORM_SEEDED_RNG(rng);
+  const onorm_dtype dt = in();
+  const double big = dt == ONORM_F16 ? 65504.0 : dt == ONORM_BF16 ? std::ldexp(255.0, 120) : FLT_MAX;
+  const double spacing = dt == ONORM_F16 ? 32.0 : dt == ONORM_BF16 ? std::ldexp(1.0, 120) : std::ldexp(1.0, 104);
+  const double offset = dt == ONORM_F16 ? 3e4 : 1e5;
+  const double two_valued[] = {1e-3, 0.1, 0.3, 0.7, 1.3, 2.9, 6.1};
+  const int kinds = 9 + 7;
+  std::uniform_int_distribution<int> steps(0, 50);
+  for (int64_t cols : widths()) {
+    auto gen = [&](int64_t r, int64_t c) -> double {
+      switch (r % kinds) {
+        case 0: return cheap_normal(rng, 0.0, 1.0);
+        case 1: return cheap_normal(rng, 0.0, 30.0);
+        case 2: return c == cols / 2 ? 1e4 : cheap_normal(rng, 0.0, 1.0);
+        case 3: return cheap_normal(rng, offset, 1.0);
+        case 4: return big - spacing * steps(rng);
+        case 5: return c % 2 == 0 ? -std::numeric_limits<double>::infinity() : cheap_normal(rng, 0.0, 3.0);
+        case 6: return 7.0;
+        case 7: return c == cols - 1 ? std::numeric_limits<double>::quiet_NaN() : cheap_normal(rng, 0.0, 1.0);
+        case 8: return c == 0 ? std::numeric_limits<double>::infinity() : cheap_normal(rng, 0.0, 1.0);
+        default: return c == 0 ? 0.0 : -two_valued[r % kinds - 9];
+      }
+    };
+    for (onorm_dtype out : {ONORM_BF16, ONORM_F16}) {
+      if (!contract_supports(backend(), out)) continue;
+      for (Op op : {Op::softmax, Op::log_softmax}) {
+        Layout L;
+        ASSERT_TRUE(run_checked(ctx, op, dt, out, kinds, cols, L, rng, gen));
+        if (cols >= 16384)
+          for (int kind : {1, 2}) {
+            auto one = [&](int64_t, int64_t c) { return gen(kind, c); };
+            ASSERT_TRUE(run_checked(ctx, op, dt, out, 1, cols, L, rng, one));
+          }
+      }
+    }
+  }
+}
+
 // Large offsets: offset + N(0,1), one offset per row (f16 tops out at 65504; bf16 rounds the
 // noise away at 1e6, which leaves a constant row: still a case). No E[x^2] - E[x]^2.
 std::vector<double> offsets(onorm_dtype dt) {

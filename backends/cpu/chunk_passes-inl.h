@@ -117,8 +117,9 @@ constexpr size_t kSumBlock = 32;
 
 // Pass 2: the op's sums around the pivot in four accumulator chains, folded into totals every
 // kSumBlock iterations; `kept` (n floats, or nullptr) gets the lift the op returns. Ops with a
-// pass 1 read the chunk from L1 here, and prefetch the next chunk meanwhile.
-template <class Op, typename In>
+// pass 1 read the chunk from L1 here, and prefetch the next chunk meanwhile. Math: the element
+// math (SimdMathFor the output's storage type).
+template <class Op, class Math, typename In>
 HWY_INLINE void Pass2Of(DF d, const In* const* inputs, size_t n, float pivot, float* HWY_RESTRICT kept, bool pf,
                         float* sums) {
   constexpr int S = Op::kSums;
@@ -126,7 +127,7 @@ HWY_INLINE void Pass2Of(DF d, const In* const* inputs, size_t n, float pivot, fl
   // `kept` (may_alias) would make the compiler load them again.
   const In* x[Op::kInputs];
   for (int k = 0; k < Op::kInputs; ++k) x[k] = inputs[k];
-  const SimdMath m{d};
+  const Math m{d};
   const size_t N = hn::Lanes(d);
   const VF p = hn::Set(d, pivot);
   pf = pf && Op::kPass1 != core::ops::Pass1::kNone;
@@ -176,13 +177,13 @@ HWY_INLINE void Pass2Of(DF d, const In* const* inputs, size_t n, float pivot, fl
 
 // The state of one chunk (Op::Merged, the type the row's chunks merge in); with kept !=
 // nullptr, kept gets the op's lift (Op::kKeepsLift).
-template <class Op, typename In>
+template <class Op, class Math, typename In>
 HWY_INLINE typename Op::Merged ChunkStateOf(DF d, const In* const* x, size_t n, float* kept, bool pf) {
   using T = typename StateScalar<typename Op::Merged>::type;
   const float r1 = Pass1Of<Op>(d, x[0], n);
   const float p = Op::pivot(r1, static_cast<int64_t>(n));
   float sums[Op::kSums];
-  Pass2Of<Op>(d, x, n, p, kept, pf, sums);
+  Pass2Of<Op, Math>(d, x, n, p, kept, pf, sums);
   return Op::template state<T>(static_cast<int64_t>(n), r1, p, static_cast<const float*>(sums));
 }
 

@@ -65,7 +65,7 @@ HWY_INLINE void RowGroup(const onorm_request& q, int64_t r, unsigned opts, float
   typename Op::Merged states[kRowGroup];
   for (int64_t g = 0; g < kRowGroup; ++g) {
     RowInputs<Op>(q, r + g, 0, x);
-    states[g] = ChunkStateOf<Op>(d, x, n, kept ? kept + g * cols : nullptr, pf);
+    states[g] = ChunkStateOf<Op, SimdMathFor<Out>>(d, x, n, kept ? kept + g * cols : nullptr, pf);
   }
   FloatCoefs<Op> c[kRowGroup];
   for (int64_t g = 0; g < kRowGroup; ++g) {
@@ -114,7 +114,7 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
         for (int64_t k = 0; k < chunks; ++k) {
           const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
           RowInputs<Op>(q, r, b, x);
-          states[k] = ChunkStateOf<Op>(d, x, static_cast<size_t>(n), scratch + b, pf);
+          states[k] = ChunkStateOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(n), scratch + b, pf);
           fold.push(states[k]);
         }
         const FloatCoefs<Op> c = row_coefs<Op>(q, fold.result(), r);
@@ -133,7 +133,7 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
     for (int64_t k = 0; k < chunks; ++k) {
       const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
       RowInputs<Op>(q, r, b, x);
-      fold.push(ChunkStateOf<Op>(d, x, static_cast<size_t>(n), nullptr, pf));
+      fold.push(ChunkStateOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(n), nullptr, pf));
     }
     const FloatCoefs<Op> c = row_coefs<Op>(q, fold.result(), r);
     RowInputs<Op>(q, r, 0, x);
@@ -144,13 +144,14 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
   }
 }
 
-template <class Op, typename In>
+// Math: SimdMathFor the output's storage type, as RunRowsT computes the row's statistics.
+template <class Op, typename In, class Math>
 HWY_FLATTEN typename Op::Merged ChunkStateT(const onorm_request& q, int64_t r, int64_t k, unsigned opts) {
   const DF d;
   const int64_t b = k * kChunk, n = std::min(kChunk, q.in[0].cols - b);
   const In* x[Op::kInputs];
   RowInputs<Op>(q, r, b, x);
-  return ChunkStateOf<Op>(d, x, static_cast<size_t>(n), nullptr, (opts & kOptPrefetch) != 0);
+  return ChunkStateOf<Op, Math>(d, x, static_cast<size_t>(n), nullptr, (opts & kOptPrefetch) != 0);
 }
 
 // Rows that RunRowsT finishes from the kept lift are written with the chunk's coefficients

@@ -12,6 +12,7 @@
 
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"  // hn::Exp: exp_any
+#include "simd_exp16-inl.h"
 #include "simd_io-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -54,7 +55,9 @@ HWY_INLINE VF ExpNonPos(DF d, VF x) {
 // The ops' element math on f32 lanes (core::ops::ScalarMath's members). Plain inline, not
 // HWY_INLINE: the ops' functions, which call these, carry no target attributes and may not
 // force-inline target code (row_drivers-inl.h flattens both into the target's drivers).
-struct SimdMath {
+// k16BitOutput: results are stored as 16-bit floats, and exp is ExpNonPosFor16BitOutput.
+template <bool k16BitOutput>
+struct SimdMathT {
   using V = VF;
   DF d;
   inline V set(float s) const { return hn::Set(d, s); }
@@ -62,7 +65,10 @@ struct SimdMath {
   inline V sub(V a, V b) const { return hn::Sub(a, b); }
   inline V mul(V a, V b) const { return hn::Mul(a, b); }
   inline V mul_add(V a, V b, V c) const { return hn::MulAdd(a, b, c); }
-  inline V exp(V a) const { return ExpNonPos(d, a); }
+  inline V exp(V a) const {
+    if constexpr (k16BitOutput) return ExpNonPosFor16BitOutput(d, a);
+    else return ExpNonPos(d, a);
+  }
   // hn::Exp takes arguments up to 104 (beyond, its integer exponent would overflow): clamped
   // at log(FLT_MAX), past which exp is +inf.
   inline V exp_any(V a) const {
@@ -71,6 +77,12 @@ struct SimdMath {
   }
   inline V nan_or_zero(V a) const { return hn::IfThenElseZero(hn::IsNaN(a), a); }
 };
+using SimdMath = SimdMathT<false>;
+
+// The math of kernels whose results are stored as Out (every pass of the row, the statistics
+// included: the split path's and the whole row's must give the same bits).
+template <typename Out>
+using SimdMathFor = SimdMathT<sizeof(Out) == 2>;
 
 }  // namespace HWY_NAMESPACE
 }  // namespace cpu

@@ -42,7 +42,7 @@ template <class Op, bool kKept, unsigned kColMask, typename In, typename Out>
 HWY_INLINE void WriteRange(DF d, const FloatCoefs<Op>& c, const WriteSources<In>& src, Out* y, size_t n,
                            unsigned opts, uintptr_t pf) {
   constexpr int kCols = Op::kCols > 0 ? Op::kCols : 1;
-  const SimdMath m{d};
+  const SimdMathFor<Out> m{d};
   const bool stream = (opts & kOptStream) != 0;
   const size_t N = hn::Lanes(d);
   VF defaults[kCols];
