@@ -188,16 +188,16 @@ __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) cluster_cross_entropy_rer
   __shared__ core::LogitStats<double> scratch[BLOCK / WARP];
   const ClusterSlice cs = open_cluster_slice(a, chunk, sh);
   const int64_t clusters = gridDim.x / cs.K;
+  const bool sum_x = a.param[0] > 0.0;  // label smoothing's
   bulk::cluster_wait();  // every block's barriers are ready for the stores
   uint32_t j = 0;
   for (int64_t row = blockIdx.x / cs.K; row < a.rows; row += clusters, ++j) {
     const In* x = static_cast<const In*>(a.x) + row * a.x_stride;
     const int64_t t = a.targets[row];
     if (threadIdx.x == 0) expect_slice_stats(j, cs, sh);
-    const bool sum_x = a.param[0] > 0.0;  // label smoothing's
     CE::SliceStats mine{gpu::block_logit_stats<In, WARP, BLOCK>(x + cs.col0, cs.n, a.x_vec != 0, sum_x, scratch),
                         0.0f, 0};
-    if (threadIdx.x < cs.K && CE::reads_target(t, a.cols, a.ignore_index) && t >= cs.col0 && t < cs.col0 + cs.n) {
+    if (threadIdx.x < cs.K && gpu::slice_holds_target(a, t, cs.col0, cs.n)) {
       mine.target_logit = gpu::io<In>::load1(x + t);
       mine.holds_target = 1;
     }

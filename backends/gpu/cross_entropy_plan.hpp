@@ -22,9 +22,7 @@ bool try_cross_entropy_cluster(L& l, const CrossEntropyArgs& a, onorm_status& st
   constexpr int64_t kSlice = int64_t(256) * E;
   const int64_t K = (a.cols + kSlice - 1) / kSlice;
   if (K > l.caps().cluster_max) return false;
-  // Equal slices (the last may be shorter), each starting on a whole vector.
-  const int64_t per = (a.cols + K - 1) / K;
-  const int64_t chunk = (per + VEC - 1) / VEC * VEC;
+  const int64_t chunk = slice_columns(a.cols, K, VEC);
   // 16-bit rows the copy engine can move (16-byte aligned, whole 16-byte units) stream through
   // resident clusters (cluster_stream: the next row's slice lands while the block finishes this
   // one); f32 rows measured slower streamed at 16384-131072 columns (bench/RESULTS.md).
@@ -50,8 +48,7 @@ bool try_cross_entropy_reread(L& l, const CrossEntropyArgs& a, onorm_status& sta
   const int sizes[] = {16, 8};
   for (int K : sizes) {
     if (K > l.caps().cluster_max) continue;
-    const int64_t per = (a.cols + K - 1) / K;
-    const int64_t chunk = (per + VEC - 1) / VEC * VEC;
+    const int64_t chunk = slice_columns(a.cols, K, VEC);
     if (l.template cross_entropy_cluster_reread<In, WARP, kCeRereadBlock>(K, chunk, a, status) || status != ONORM_OK)
       return true;
   }

@@ -126,11 +126,15 @@ struct CeTarget {
   bool mine;
   float logit;
 };
+// Whether the row's target t is read (not ignored, in range) and lies in the slice [col0, col0 + n).
+ONORM_DEV bool slice_holds_target(const CrossEntropyArgs& a, int64_t t, int64_t col0, int64_t n) {
+  return core::ops::CrossEntropy::reads_target(t, a.cols, a.ignore_index) && t >= col0 && t < col0 + n;
+}
 template <typename In, int BLOCK>
 ONORM_DEV CeTarget ce_target_in(const CrossEntropyArgs& a, int64_t row, int64_t t, int64_t col0, int n, int lane) {
   constexpr int VEC = io<In>::kVec;
   CeTarget r{-1, false, 0.0f};
-  if (core::ops::CrossEntropy::reads_target(t, a.cols, a.ignore_index) && t >= col0 && t < col0 + n) {
+  if (slice_holds_target(a, t, col0, n)) {
     r.col = static_cast<int>(t - col0);
     r.mine = (r.col / VEC) % BLOCK == lane;
     if (r.mine) r.logit = io<In>::load1(static_cast<const In*>(a.x) + row * a.x_stride + t);

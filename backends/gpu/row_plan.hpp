@@ -178,13 +178,17 @@ bool stream_rows(const RowArgs& a) {
   return a.in_vec[0] && (a.cols * int64_t(sizeof(typename R::In))) % 16 == 0;
 }
 
+// Columns a slice of a row of `cols` split into K equal slices (the last may be shorter), each
+// starting on a whole vector of `vec` elements.
+inline int64_t slice_columns(int64_t cols, int64_t K, int64_t vec) { return ((cols + K - 1) / K + vec - 1) / vec * vec; }
+
 template <typename R, int W, int TIER, typename L>
 bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
   constexpr int kBlock = ClusterTiers::kTier[TIER].block;
   constexpr int kItems = ClusterTiers::kTier[TIER].elems / R::kVec;
   SplitArgs s{};
   s.chunks = K;
-  s.chunk = ((a.cols + K - 1) / K + R::kVec - 1) / R::kVec * R::kVec;
+  s.chunk = slice_columns(a.cols, K, R::kVec);
   s.prefetch_cols = l.caps().cluster_prefetch;
   // Streamed first: where its kernel fits (it checks), the per-row kernel's fit is not needed.
   if constexpr (kStreamOp<R>) {
