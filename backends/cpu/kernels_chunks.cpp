@@ -16,15 +16,15 @@ namespace onorm {
 namespace cpu {
 namespace HWY_NAMESPACE {
 
-// The state depends on the input type and on whether the output is 16-bit (its exp:
-// SimdMathFor). Requests without an output (partial states) have an f32 one here.
+// The state depends on the input type and on the output's (its exp: SimdMathFor). Requests
+// without an output (partial states) have an f32 one here.
 template <class Op>
 typename Op::Merged ChunkStateOp(const onorm_request& q, int64_t r, int64_t k, unsigned opts) {
   typename Op::Merged s{};
-  const bool out16 = q.out[0].dtype != ONORM_F32;
   WithSimdType(q.in[0].dtype, [&](auto in) {
-    using In = typename decltype(in)::type;
-    s = out16 ? ChunkStateT<Op, In, SimdMathT<true>>(q, r, k, opts) : ChunkStateT<Op, In, SimdMath>(q, r, k, opts);
+    WithSimdType(q.out[0].dtype, [&](auto out) {
+      s = ChunkStateT<Op, typename decltype(in)::type, SimdMathFor<typename decltype(out)::type>>(q, r, k, opts);
+    });
   });
   return s;
 }
