@@ -6,6 +6,7 @@ bytes (the faster of Tensor.copy_ and a Triton copy of 16 bytes per lane).
 
   python3 bench/cross_entropy_topk_gpu.py --lib build/lib/libonlinenorm.so --csv OUT.csv
       [--ce-shapes 4096x4096,...] [--topk-shapes ...] [--systems onorm,eager,compile,quack,liger]
+      [--dtypes bf16,f32]
 
 onlinenorm is called through its C ABI (ctypes) on torch's tensors and current stream.
 Bytes: cross-entropy reads the logits and writes the gradient (in place over the logits for
@@ -52,6 +53,7 @@ def main():
     ap.add_argument("--ce-shapes", default=",".join(f"{r}x{c}" for r, c in CE_SHAPES))
     ap.add_argument("--topk-shapes", default=",".join(f"{r}x{c}" for r, c in TOPK_SHAPES))
     ap.add_argument("--systems", default="onorm,eager,compile,quack,liger")
+    ap.add_argument("--dtypes", default=",".join(DTYPES))
     a = ap.parse_args()
     shapes = lambda arg: [tuple(int(v) for v in t.split("x")) for t in arg.split(",") if t]
     systems = a.systems.split(",")
@@ -79,7 +81,8 @@ def main():
         dst = torch.empty_like(src)
         return min(do_bench(lambda: dst.copy_(src)), do_bench(lambda: triton_copy(src, dst))) * 1e3
 
-    for name, (dt, code) in DTYPES.items():
+    dtypes = {n: DTYPES[n] for n in a.dtypes.split(",")}
+    for name, (dt, code) in dtypes.items():
         for rows, cols in shapes(a.ce_shapes):
             x = torch.randn(rows, cols, device="cuda", dtype=dt)
             t = torch.randint(0, cols, (rows,), device="cuda")
@@ -124,7 +127,7 @@ def main():
                                 pct_copy=round(100 * base / us, 1)))
                 print(",".join(str(v) for v in out[-1].values()), flush=True)  # kept if a later case stops the run
             del x
-    for name, (dt, code) in DTYPES.items():
+    for name, (dt, code) in dtypes.items():
         for rows, cols in shapes(a.topk_shapes):
             for k in (8, 64):
                 x = torch.randn(rows, cols, device="cuda", dtype=dt)

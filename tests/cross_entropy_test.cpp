@@ -298,8 +298,8 @@ TEST_P(CrossEntropy, LargeVocabularies) {
 TEST_P(CrossEntropy, EveryPlacementAndSliceEdge) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
   ONORM_SEEDED_RNG(rng);
-  std::vector<int64_t> widths = {1024, 1025, 4096, 4097, 8192, 8193, 16385, 40000, 131072, 131073, 262144, 262145};
-  if (is_gpu(GetParam())) widths.insert(widths.end(), {300001, (int64_t(1) << 20) + 3});
+  std::vector<int64_t> widths = {1024, 1025, 2049, 4096, 4097, 8192, 8193, 16384, 16385, 40000, 131072, 131073, 262144, 262145};
+  if (is_gpu(GetParam())) widths.insert(widths.end(), {262152, 300001, int64_t(1) << 20, (int64_t(1) << 20) + 3});
   for (int64_t cols : widths) {
     std::vector<int64_t> edges;
     for (int64_t vec : {4, 8})
@@ -354,13 +354,13 @@ TEST_P(CrossEntropy, EveryPlacementAndSliceEdge) {
 TEST_P(CrossEntropy, ManyRowsPerPlacement) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
   ONORM_SEEDED_RNG(rng);
-  // 16-bit rows streamed; on GPUs also rows of 300001 columns over clusters reading their
-  // slices twice, in both dtypes.
+  // 16-bit rows streamed (over clusters at 32768 columns, through single blocks at 16384);
+  // on GPUs also rows of 300001 columns over clusters reading their slices twice, in both dtypes.
   struct Shape {
     int64_t rows, cols;
     onorm_dtype dt;
   };
-  std::vector<Shape> shapes = {{300, 32768, ONORM_BF16}};
+  std::vector<Shape> shapes = {{300, 32768, ONORM_BF16}, {900, 16384, ONORM_BF16}};
   if (is_gpu(GetParam())) shapes.insert(shapes.end(), {{40, 300001, ONORM_F32}, {40, 300000, ONORM_BF16}});
   for (const Shape& sh : shapes) {
     Problem p;

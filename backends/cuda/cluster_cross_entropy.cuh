@@ -53,11 +53,11 @@ __device__ __forceinline__ ClusterSlice open_cluster_slice(const gpu::CrossEntro
 }
 
 // Thread 0, before its block's statistics of the cluster's j-th row: the arrival on this
-// block's mailbox (set j & 1) that expects every block's statistics.
+// block's mailbox (set j & 1) that expects every block's statistics (clusters of two or more).
 template <int WARP, int BLOCK>
 __device__ __forceinline__ void expect_slice_stats(uint32_t j, const ClusterSlice& cs, ClusterCeShared<WARP, BLOCK>& sh) {
   using S = core::ops::CrossEntropy::SliceStats;
-  bulk::arrive_expect(&sh.mail.full[j & 1u], static_cast<uint32_t>(cs.K * sizeof(S)));
+  if (cs.K > 1) bulk::arrive_expect(&sh.mail.full[j & 1u], static_cast<uint32_t>(cs.K * sizeof(S)));
 }
 
 // This block's statistics of the cluster's j-th row (`mine`, in threads 0..K-1 at least)
@@ -68,6 +68,17 @@ __device__ __forceinline__ void cluster_merge(const core::ops::CrossEntropy::Sli
                                               const ClusterSlice& cs, ClusterCeShared<WARP, BLOCK>& sh) {
   using S = core::ops::CrossEntropy::SliceStats;
   const unsigned set = j & 1u;
+  // A cluster of one block (rows streamed a block each) merges its own statistics alone: the
+  // same tree, no mailbox (shared memory of the cluster needs two blocks at least).
+  if (cs.K == 1) {
+    if (threadIdx.x < WARP) {
+      const int lane = static_cast<int>(threadIdx.x);
+      const S st = gpu::merge_slice_stats<WARP>(lane == 0 ? mine : S::identity(), lane);
+      if (lane == 0) sh.merged = st;
+    }
+    __syncthreads();  // `merged` visible
+    return;
+  }
   if (threadIdx.x < cs.K) {  // thread p delivers this block's statistics to block p
     const unsigned p = threadIdx.x;
     bulk::store_to_peer(bulk::peer_address(&sh.mail.slot[set][cs.rank], p), reinterpret_cast<const uint32_t*>(&mine),

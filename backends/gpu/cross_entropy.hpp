@@ -49,7 +49,9 @@ struct CrossEntropyArgs {
 };
 
 // Pass 2 over columns [col0, col0 + n) of `row` (x: the row's logits): dlogits of element type
-// Out; `first` is x[col0]'s column in the targets' numbering.
+// Out; `first` is x[col0]'s column in the targets' numbering. The steps run from the slice's end
+// backward: the first lines they read again are the last that pass 1 brought into L2 (rows whose
+// bytes in flight pass L2's size: 1-2 points of copy at 262144-1M columns, bench/RESULTS.md).
 template <typename In, typename Out, int BLOCK>
 ONORM_DEV void write_dlogits(const CrossEntropyArgs& a, const In* x, int64_t row, int64_t col0, int64_t n,
                              int64_t first, const core::ops::CrossEntropy::Coefs& cf) {
@@ -61,18 +63,22 @@ ONORM_DEV void write_dlogits(const CrossEntropyArgs& a, const In* x, int64_t row
   x += col0;
   Out* y = static_cast<Out*>(a.dx) + row * a.dx_stride + col0;
   auto width = [&](int64_t base) { return static_cast<int>(n - base < kStep ? n - base : kStep); };
+  auto load = [&](int64_t base, float* v) {
+    load_items<In, ITEMS, BLOCK, VEC>(x + base, width(base), tid, v, a.x_vec != 0, 0.0f);
+  };
   // The next step's loads are issued before this step's math and stores (in place: they are
   // other elements, each read by the thread that writes it).
   float v[E];
-  if (!cf.zero && n > 0) load_items<In, ITEMS, BLOCK, VEC>(x, width(0), tid, v, a.x_vec != 0, 0.0f);
-  for (int64_t base = 0; base < n; base += kStep) {
-    const bool more = base + kStep < n;
+  const int64_t last = n > 0 ? (n - 1) / kStep * kStep : -1;
+  if (!cf.zero && last >= 0) load(last, v);
+  for (int64_t base = last; base >= 0; base -= kStep) {
+    const bool more = base > 0;
     float next[E];
     if (cf.zero) {
 #pragma unroll
       for (int e = 0; e < E; ++e) v[e] = 0.0f;
     } else {
-      if (more) load_items<In, ITEMS, BLOCK, VEC>(x + base + kStep, width(base + kStep), tid, next, a.x_vec != 0, 0.0f);
+      if (more) load(base - kStep, next);
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i)
 #pragma unroll

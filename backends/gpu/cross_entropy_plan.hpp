@@ -1,5 +1,7 @@
 // Where a cross-entropy request runs on GPUs, shared by CUDA and HIP: rows of up to 8192
-// columns a block each in registers (ce_rows_kernel, cross_entropy_rows.hpp), longer rows over a
+// columns a block each in registers (ce_rows_kernel, cross_entropy_rows.hpp; 16-bit rows past
+// 2048 columns 64 elements a thread; CUDA: 16-bit rows of up to 16384 streamed through single
+// blocks where they allow), longer rows over a
 // thread-block cluster where the device has them (CUDA: cluster_cross_entropy.cuh; 16-bit rows
 // streamed through resident clusters where they allow), slices of 8192 columns up to 16 blocks,
 // then of 16384 (64 elements a thread); longer rows, when fewer than the multiprocessors, over
@@ -34,6 +36,17 @@ bool try_cross_entropy_cluster(L& l, const CrossEntropyArgs& a, onorm_status& st
   return l.template cross_entropy_cluster<In, WARP, E / VEC, 256>(static_cast<int>(K), chunk, a, status);
 }
 
+// Rows of up to 256 * E columns a block, streamed (cluster_stream: the next row lands in shared
+// memory while the block finishes this one) on resident clusters of one block, where the rows
+// allow it (16-byte aligned, whole 16-byte units); false where not (or none fits).
+template <typename In, int WARP, int E, typename L>
+bool stream_one_block(L& l, const CrossEntropyArgs& a, onorm_status& status) {
+  constexpr int VEC = io<In>::kVec;
+  if (!l.caps().cluster_stream || !a.x_vec || (a.cols * int64_t(sizeof(In))) % 16 != 0) return false;
+  return l.template cross_entropy_cluster_stream<In, WARP, E / VEC, 256>(1, slice_columns(a.cols, 1, VEC), a, status) ||
+         status != ONORM_OK;
+}
+
 // Rows longer than the register clusters take, fewer than the device has multiprocessors
 // (CUDA): clusters of 16 blocks (8, the portable size, where the device holds none of 16) of
 // kCeRereadBlock threads, four a multiprocessor, each block reading its slice twice, on every
@@ -64,11 +77,19 @@ onorm_status place_cross_entropy(L& l, const CrossEntropyArgs& a) {
     const unsigned grid = static_cast<unsigned>(std::min<int64_t>(row_blocks(a.rows, l.caps().sms), max_blocks<256>()));
     if (c <= 128 * 8) return l.template cross_entropy_rows<In, WARP, 8 / VEC, 128>(grid, a);
     if (c <= 128 * 16) return l.template cross_entropy_rows<In, WARP, 16 / VEC, 128>(grid, a);
+    // 16-bit rows past 2048 columns: 64 elements a thread (the row engine's dense shapes), four
+    // to eight blocks a multiprocessor (bf16 4096 and 8192 columns +4 and +10 points of copy
+    // against 32 elements, bench/RESULTS.md).
+    if (sizeof(In) == 2 && c <= 64 * 64) return l.template cross_entropy_rows<In, WARP, 64 / VEC, 64>(grid, a);
+    if (sizeof(In) == 2 && c <= 128 * 64) return l.template cross_entropy_rows<In, WARP, 64 / VEC, 128>(grid, a);
     if (c <= 128 * 32) return l.template cross_entropy_rows<In, WARP, 32 / VEC, 128>(grid, a);
     if (c <= 256 * 32) return l.template cross_entropy_rows<In, WARP, 32 / VEC, 256>(grid, a);
     if constexpr (L::kClusters) {
       if (l.caps().cluster) {
         onorm_status status = ONORM_OK;
+        // 16-bit rows of up to 16384 columns stream through resident blocks (clusters of one) of
+        // 64 elements a thread where they allow (bf16 16384 +3 points against two slices).
+        if (sizeof(In) == 2 && c <= 256 * 64 && stream_one_block<In, WARP, 64>(l, a, status)) return status;
         if (try_cross_entropy_cluster<In, WARP, 32>(l, a, status) || status != ONORM_OK) return status;
         if (try_cross_entropy_cluster<In, WARP, 64>(l, a, status) || status != ONORM_OK) return status;
         if (try_cross_entropy_reread<In, WARP>(l, a, status) || status != ONORM_OK) return status;

@@ -197,7 +197,8 @@ TEST(DriverOps, CrossEntropy) {
       {ONORM_F32, ONORM_F32, 1, 0.0, 0.0, 1.0, false},      {ONORM_F32, ONORM_F32, 37, 0.1, 1e-3, 0.5, false},
       {ONORM_BF16, ONORM_F32, 5000, 0.0, 0.0, 1.0, false},  {ONORM_F16, ONORM_BF16, 4097, 0.2, 0.0, -2.0, false},
       {ONORM_F32, ONORM_F32, 9000, 0.1, 1e-4, 1.0, true},   {ONORM_BF16, ONORM_BF16, 333, 0.0, 0.0, 1.0, true},
-      {ONORM_F16, ONORM_BF16, 1000, 0.1, 0.0, 1.0, true},
+      {ONORM_F16, ONORM_BF16, 1000, 0.1, 0.0, 1.0, true},   {ONORM_BF16, ONORM_F32, 3000, 0.1, 0.0, 1.0, false},
+      {ONORM_F16, ONORM_F16, 2100, 0.0, 1e-4, 1.0, true},
   };
   for (const CeCase& c : cases) {
     run_ce<32>(c, rng);
