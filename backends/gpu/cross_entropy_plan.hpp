@@ -1,7 +1,7 @@
 // Where a cross-entropy request runs on GPUs, shared by CUDA and HIP: rows of up to 8192
-// columns a block each in registers (ce_rows_kernel, cross_entropy_rows.hpp; 16-bit rows past
-// 2048 columns 64 elements a thread; CUDA: 16-bit rows of up to 16384 streamed through single
-// blocks where they allow), longer rows over a
+// columns a block each in registers (ce_rows_kernel, cross_entropy_rows.hpp; a warp a row up to
+// WARP * 32 columns; 16-bit rows past 2048 columns 64 elements a thread; CUDA: 16-bit rows of
+// up to 16384 streamed through single blocks where they allow), longer rows over a
 // thread-block cluster where the device has them (CUDA: cluster_cross_entropy.cuh; 16-bit rows
 // streamed through resident clusters where they allow), slices of 8192 columns up to 16 blocks,
 // then of 16384 (64 elements a thread); longer rows, when fewer than the multiprocessors, over
@@ -74,9 +74,15 @@ onorm_status place_cross_entropy(L& l, const CrossEntropyArgs& a) {
   constexpr int VEC = io<In>::kVec;
   const int64_t c = a.cols;
   if (a.stage == ONORM_STAGE_WHOLE && c > 0) {
+    // Rows of up to 2048 columns: a warp a row up to WARP * 32 columns (its reductions without
+    // a barrier), else blocks of 64, on up to 64 blocks a multiprocessor looping over the rows
+    // (bench/RESULTS.md: bf16 512 / 1024 / 2048 columns 23 / 43 / 62 -> 66 / 85 / 86% of copy,
+    // f32 39 / 68 / 87 -> 86 / 92 / 91 against blocks of 128 on 16 a multiprocessor).
+    const unsigned short_grid = static_cast<unsigned>(std::min<int64_t>(a.rows, int64_t(64) * l.caps().sms));
+    if (c <= WARP * 16) return l.template cross_entropy_rows<In, WARP, 16 / VEC, WARP>(short_grid, a);
+    if (c <= WARP * 32) return l.template cross_entropy_rows<In, WARP, 32 / VEC, WARP>(short_grid, a);
+    if (c <= 64 * 32) return l.template cross_entropy_rows<In, WARP, 32 / VEC, 64>(short_grid, a);
     const unsigned grid = static_cast<unsigned>(std::min<int64_t>(row_blocks(a.rows, l.caps().sms), max_blocks<256>()));
-    if (c <= 128 * 8) return l.template cross_entropy_rows<In, WARP, 8 / VEC, 128>(grid, a);
-    if (c <= 128 * 16) return l.template cross_entropy_rows<In, WARP, 16 / VEC, 128>(grid, a);
     // 16-bit rows past 2048 columns: 64 elements a thread (the row engine's dense shapes), four
     // to eight blocks a multiprocessor (bf16 4096 and 8192 columns +4 and +10 points of copy
     // against 32 elements, bench/RESULTS.md).
