@@ -96,49 +96,64 @@ void check_target(const std::string& target) {
   }
 }
 
-// The norms' residual add on this target: h = round(x + residual) into residual_out (the
-// reference checks it bit for bit) and RMSNorm of h, in every dtype the add vectorizes, at
-// widths below a vector, with a tail, and whole vectors.
+// The norms' residual add on this target, inside the norm's passes a chunk (a group of short rows)
+// at a time or, for LayerNorm's 16-bit rows of one chunk, over a block first: h = round(x +
+// residual) into residual_out (the reference checks it bit for bit) or scratch, and RMSNorm and
+// LayerNorm of the rounded h, in every dtype the add vectorizes: widths below a vector, with a
+// tail, a group of short rows and one left over, whole chunks, and rows of several chunks with
+// outliers on both sides of every chunk boundary.
 void check_residual(const std::string& target) {
   SCOPED_TRACE("ONLINENORM_CPU_TARGET=" + target);
   EnvTarget env(target);
   ONORM_OPEN_OR_SKIP(ctx, ONORM_BACKEND_CPU);
   ONORM_SEEDED_RNG(rng);
+  constexpr int64_t kChunkCols = 4096;  // the CPU backend's chunk
   for (onorm_dtype dt : {ONORM_F32, ONORM_BF16, ONORM_F16})
-    for (int64_t cols : {1, 7, 33, 1025, 4096}) {
-      SCOPED_TRACE(std::string(dtype_name(dt)) + " x " + std::to_string(cols));
-      const int64_t rows = 3;
-      Tensor x(ctx, dt, rows, cols, cols + 1), r(ctx, dt, rows, cols, cols + 3), h(ctx, dt, rows, cols, cols + 2),
-          y(ctx, dt, rows, cols, cols + 1), g(ctx, dt, 1, cols);
-      x.fill([&](int64_t, int64_t) { return cheap_normal(rng, 2.0, 3.0); });
-      r.fill([&](int64_t, int64_t) { return cheap_normal(rng, -2.0, 1.0); });
-      g.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
-      const onorm_rows xr = x.dev_rows(), rr = r.dev_rows(), hr = h.dev_rows(), yr = y.dev_rows();
-      onorm_norm_args a;
-      onorm_norm_args_init(&a, ONORM_RMS_NORM);
-      a.gamma = g.dev();
-      a.param_dtype = dt;
-      a.residual = &rr;
-      a.residual_out = &hr;
-      ASSERT_EQ(onorm_norm(ctx, &xr, &a, &yr), ONORM_OK) << onorm_last_error();
-      y.download();
-      h.download();
-      onorm_ref::NormSpec spec;
-      spec.layer = false;
-      spec.x = x.host_rows();
-      const onorm_rows r_host = r.host_rows();
-      spec.residual = &r_host;
-      spec.gamma = g.host();
-      spec.param_dtype = dt;
-      spec.eps = a.eps;
-      spec.h_dtype = dt;
-      const onorm_rows h_host = h.host_rows();
-      const onorm_ref::Report rep = onorm_ref::check_norm(spec, onorm_ref::compute_norm(spec), y.host_rows(), nullptr,
-                                                          0.0, nullptr, nullptr, &h_host);
-      EXPECT_TRUE(rep.ok()) << rep.describe();
-      EXPECT_TRUE(h.outside_untouched("residual_out"));
-      if (::testing::Test::HasFailure()) return;
-    }
+    for (int64_t cols : {int64_t(1), int64_t(7), int64_t(33), int64_t(1024), int64_t(1025), kChunkCols,
+                         kChunkCols + 1, 4 * kChunkCols + 1})
+      for (const bool layer : {false, true})
+        for (const bool residual_out : {true, false}) {
+          SCOPED_TRACE(std::string(dtype_name(dt)) + " x " + std::to_string(cols) +
+                       (layer ? " LayerNorm" : " RMSNorm") + (residual_out ? " with residual_out" : " without"));
+          const int64_t rows = 5;
+          Tensor x(ctx, dt, rows, cols, cols + 1), r(ctx, dt, rows, cols, cols + 3), h(ctx, dt, rows, cols, cols + 2),
+              y(ctx, dt, rows, cols, cols + 1), g(ctx, dt, 1, cols), b(ctx, dt, 1, cols);
+          const auto at_boundary = [&](int64_t c) {
+            return c > 0 && (c % kChunkCols == 0 || c % kChunkCols == kChunkCols - 1);
+          };
+          x.fill([&](int64_t, int64_t c) { return at_boundary(c) ? 60.0 : cheap_normal(rng, 2.0, 3.0); });
+          r.fill([&](int64_t, int64_t c) { return at_boundary(c) ? -7.0 : cheap_normal(rng, -2.0, 1.0); });
+          g.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
+          b.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
+          const onorm_rows xr = x.dev_rows(), rr = r.dev_rows(), hr = h.dev_rows(), yr = y.dev_rows();
+          onorm_norm_args a;
+          onorm_norm_args_init(&a, layer ? ONORM_LAYER_NORM : ONORM_RMS_NORM);
+          a.gamma = g.dev();
+          if (layer) a.beta = b.dev();
+          a.param_dtype = dt;
+          a.residual = &rr;
+          if (residual_out) a.residual_out = &hr;
+          ASSERT_EQ(onorm_norm(ctx, &xr, &a, &yr), ONORM_OK) << onorm_last_error();
+          y.download();
+          h.download();
+          onorm_ref::NormSpec spec;
+          spec.layer = layer;
+          spec.x = x.host_rows();
+          const onorm_rows r_host = r.host_rows();
+          spec.residual = &r_host;
+          spec.gamma = g.host();
+          if (layer) spec.beta = b.host();
+          spec.param_dtype = dt;
+          spec.eps = a.eps;
+          spec.h_dtype = dt;
+          const onorm_rows h_host = h.host_rows();
+          const onorm_ref::Report rep = onorm_ref::check_norm(spec, onorm_ref::compute_norm(spec), y.host_rows(),
+                                                              nullptr, 0.0, nullptr, nullptr,
+                                                              residual_out ? &h_host : nullptr);
+          EXPECT_TRUE(rep.ok()) << rep.describe();
+          EXPECT_TRUE(h.outside_untouched("residual_out"));
+          if (::testing::Test::HasFailure()) return;
+        }
 }
 
 TEST(CpuTargets, ResidualAddOnEveryTarget) {

@@ -76,20 +76,32 @@ inline bool next_row_fits(const onorm_request& q, int64_t l2_bytes) {
   return cols > kChunk && cols * (2 + Op::kCols) * in_bytes <= l2_bytes / 2;
 }
 
+// The norms' residual add done inside simd_run_rows (residual_add-inl.h): row r of the
+// request's in[0] (h: residual_out's rows or scratch, written) is round(x + residual) of row
+// row0 + r, added a chunk (a group of short rows) at a time just before the passes that read
+// it, so that x and the residual are read once and the passes read h from L1. x, residual and
+// h are of one dtype.
+struct ResidualSum {
+  onorm_rows x, residual;
+  int64_t row0;
+};
+
 // Per-target entry points (index from target_index()).
 // Whether the SIMD kernels take this request's dtypes (the others run scalar_run_rows).
 bool simd_supports(size_t target_index, const onorm_request& q);
 // Whole rows [r0, r1): statistics and write while the row is in cache. scratch: the
-// kept_scratch_cols floats, allocated by the caller (no allocation inside).
+// kept_scratch_cols floats, allocated by the caller (no allocation inside). sum: in[0] is
+// computed as it is read (ResidualSum), or nullptr.
 void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts,
-                   float* scratch);
+                   float* scratch, const ResidualSum* sum = nullptr);
 // Rows [r0, r0 + n) of a quantized norm output (I8 or F8_E4M3; core/quantize.hpp's rules, with
 // the dynamic scales into q.y_scale) from their float values: n rows of cols floats in v, which
 // is overwritten where the rule divides.
 void simd_quantize_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t n, float* v);
 
-// The norms' residual add (residual_add-inl.h): rows [r0, r0 + n) of x and res into rows
-// [h0, h0 + n) of h, all of x's dtype, one that simd_supports takes (option_blocks_fit).
+// The norms' residual add (residual_add-inl.h) of a block of rows before the norm reads them:
+// rows [r0, r0 + n) of x and res into rows [h0, h0 + n) of h, all of x's dtype, one that
+// simd_supports takes (option_blocks_fit).
 void simd_add_rows(size_t target_index, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0,
                    int64_t h0, int64_t n);
 

@@ -16,12 +16,12 @@ namespace onorm {
 namespace cpu {
 namespace HWY_NAMESPACE {
 
-void RunRows(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
+void RunRows(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch, const ResidualSum* sum) {
   core::ops::visit(q.op, [&](auto op) {
     WithSimdType(q.in[0].dtype, [&](auto in) {
       WithSimdType(q.out[0].dtype, [&](auto out) {
         WithStoreType<typename decltype(out)::type>([&](auto store) {
-          RunRowsT<decltype(op), typename decltype(in)::type, typename decltype(store)::type>(q, r0, r1, opts, scratch);
+          RunRowsT<decltype(op), typename decltype(in)::type, typename decltype(store)::type>(q, r0, r1, opts, scratch, sum);
         });
       });
     });
@@ -40,8 +40,9 @@ namespace cpu {
 
 HWY_EXPORT(RunRows);
 
-void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
-  HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, opts, scratch);
+void simd_run_rows(size_t t, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch,
+                   const ResidualSum* sum) {
+  HWY_DISPATCH_TABLE(RunRows)[t](q, r0, r1, opts, scratch, sum);
 }
 
 }  // namespace cpu

@@ -43,6 +43,13 @@ onorm_request norm_of_block(const onorm_request& q, const onorm_rows& h, int64_t
   return p;
 }
 
+// Whether the norm adds the residual as it reads h (ResidualSum) rather than after an add of
+// the whole block: measured faster everywhere but LayerNorm's 16-bit rows of one chunk, which
+// ran 5-12 points of memcpy slower so (bench/RESULTS.md, 2026-11-29).
+bool adds_in_the_norm(const onorm_request& q) {
+  return q.in[0].cols > kChunk || q.in[0].dtype == ONORM_F32 || q.op != ONORM_OP_LAYER_NORM;
+}
+
 }  // namespace
 
 bool option_blocks_fit(size_t target_index, const onorm_request& q) {
@@ -73,6 +80,7 @@ void option_blocks_run(size_t target_index, const onorm_request& q, int64_t r0, 
   const onorm_rows& x = q.in[0];
   const int64_t cols = x.cols;
   const bool residual = has_residual(q), quantized = is_quantized(q.out[0].dtype);
+  const bool fused = residual && adds_in_the_norm(q);
   // The float block is read back at once: no streaming stores into it.
   if (quantized) opts &= ~static_cast<unsigned>(kOptStream);
   for (int64_t b0 = r0; b0 < r1; b0 += scratch.block_rows()) {
@@ -81,17 +89,17 @@ void option_blocks_run(size_t target_index, const onorm_request& q, int64_t r0, 
     onorm_rows h = x;
     int64_t h0 = b0;
     if (residual) {
-      const onorm_rows& res = q.in[sig.inputs];
       if (q.outputs > sig.outputs) {
         h = q.out[sig.outputs];
       } else {
         h = onorm_rows{scratch.h(), x.dtype, n, cols, cols};
         h0 = 0;
       }
-      simd_add_rows(target_index, x, res, h, b0, h0, n);
+      if (!fused) simd_add_rows(target_index, x, q.in[sig.inputs], h, b0, h0, n);
     }
+    const ResidualSum sum{x, residual ? q.in[sig.inputs] : onorm_rows{}, b0};
     const onorm_request p = norm_of_block(q, rows_at(h, h0, n), b0, n, quantized ? scratch.y() : nullptr);
-    simd_run_rows(target_index, p, 0, n, opts, nullptr);
+    simd_run_rows(target_index, p, 0, n, opts, nullptr, fused ? &sum : nullptr);
     if (quantized) simd_quantize_rows(target_index, q, b0, n, scratch.y());
   }
 }

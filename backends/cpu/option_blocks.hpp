@@ -1,10 +1,11 @@
-// The norms' residual add and quantized output on the CPU around the SIMD kernels, a block of
-// rows at a time that stays in cache: h = round_X(x + residual) into residual_out (or a scratch
-// block), the version-1 SIMD norm of h into y (or a float scratch block), then the quantized
-// codes from it (quantize_simd-inl.h). Requests whose residual and residual_out have x's dtype
-// (f32, f16, bf16), whose column vectors are of the version-1 form and whose norm the SIMD
-// kernels take; any other runs option_rows.hpp's portable code. A row's results depend on that
-// row alone.
+// The norms' residual add and quantized output on the CPU around the SIMD kernels, a block of rows
+// at a time that stays in cache: the version-1 SIMD norm of h = round_X(x + residual) into y (or a
+// float scratch block), h stored into residual_out or a scratch block by the norm's passes a chunk
+// at a time (kernels.hpp, ResidualSum) or, for LayerNorm's 16-bit rows of one chunk, by an add of
+// the block first, then the quantized codes from y (quantize_simd-inl.h). Requests whose residual
+// and residual_out have x's dtype (f32, f16, bf16), whose column vectors are of the version-1 form
+// and whose norm the SIMD kernels take; any other runs option_rows.hpp's portable code. A row's
+// results depend on that row alone.
 #pragma once
 
 #include <cstdint>

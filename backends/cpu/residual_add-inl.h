@@ -1,6 +1,7 @@
 // The norms' residual add in SIMD: h = round_T(x + residual) a vector at a time, one float add
 // rounded once to T (core::residual_add's float case, bit for bit), the bf16 rounding in the
-// CPU's instruction where it has one (WithStoreType). Per target (Highway's -inl.h pattern).
+// CPU's instruction where it has one (WithStoreType). The row drivers call it a chunk at a time
+// (ResidualSum), simd_add_rows a block of rows at a time. Per target (Highway's -inl.h pattern).
 
 // Per-target include guard (see hwy/examples/skeleton-inl.h).
 #if defined(ONORM_CPU_RESIDUAL_ADD_INL_H_) == defined(HWY_TARGET_TOGGLE)

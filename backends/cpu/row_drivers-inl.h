@@ -1,7 +1,8 @@
 // The row drivers of the SIMD kernels, generic over the op (core/ops/row_op.hpp): whole rows
 // (the chunk states of a row merged in the fixed pairwise tree, the row's coefficients, the
-// write pass while the row is in cache), and one chunk's state or write for rows split over
-// threads. Every input is of one storage type In. Per target (Highway's -inl.h pattern).
+// write pass while the row is in cache; the norms' residual add just before the passes that
+// read it), and one chunk's state or write for rows split over threads. Every input is of one
+// storage type In. Per target (Highway's -inl.h pattern).
 //
 // The ops' functions (core/ops) are defined outside the target's region and carry no target
 // attributes: GCC will not inline this target's vector code into them, only them into this
@@ -18,10 +19,13 @@
 
 #include <algorithm>
 
+#include "bf16_cvt-inl.h"
 #include "chunk_passes-inl.h"
 #include "hwy/highway.h"
 #include "onlinenorm/core/pairwise.hpp"
+#include "residual_add-inl.h"
 #include "row_coefs.hpp"
+#include "scalar_rows.hpp"
 #include "write_pass-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -44,6 +48,20 @@ HWY_INLINE unsigned RowCols(const onorm_request& q, int64_t at, const In** col) 
     mask |= q.col[k] ? 1u << k : 0u;
   }
   return mask;
+}
+
+// Columns [b, b + n) of row r of q's in[0] = round(x + residual) of row sum.row0 + r
+// (ResidualSum), just before the passes read them: they stay in L1 for those passes. The
+// store type is chosen per call, as the write pass's is per request.
+template <typename In>
+HWY_INLINE void AddColumns(const onorm_request& q, const ResidualSum& sum, int64_t r, int64_t b, size_t n) {
+  const In* x = static_cast<const In*>(row_of(sum.x, sum.row0 + r)) + b;
+  const In* res = static_cast<const In*>(row_of(sum.residual, sum.row0 + r)) + b;
+  void* h = static_cast<In*>(const_cast<void*>(row_of(q.in[0], r))) + b;
+  WithStoreType<In>([&](auto store) {
+    using S = typename decltype(store)::type;
+    AddRow<In, S>(x, res, static_cast<S*>(h), n);
+  });
 }
 
 template <class Op>
@@ -92,8 +110,10 @@ HWY_INLINE void RowGroup(const onorm_request& q, int64_t r, unsigned opts, float
 
 // The write pass takes its pointers after row_coefs: values live across that call would sit
 // in the few callee-saved registers or be spilled and loaded again in the write loop.
+// sum: in[0] is added as it is read (ResidualSum), or nullptr.
 template <class Op, typename In, typename Out>
-HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch) {
+HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsigned opts, float* scratch,
+                          const ResidualSum* sum) {
   const bool pf = (opts & kOptPrefetch) != 0;
   const DF d;
   const int64_t cols = q.in[0].cols;
@@ -103,7 +123,11 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
   int64_t r = r0;
   if (row_groups(q)) {
     float* kept = kept_scratch_cols<Op>(q, opts) > 0 ? scratch : nullptr;
-    for (; r + kRowGroup <= r1; r += kRowGroup) RowGroup<Op, In, Out>(q, r, opts, kept);
+    for (; r + kRowGroup <= r1; r += kRowGroup) {
+      if (sum)
+        for (int64_t g = 0; g < kRowGroup; ++g) AddColumns<In>(q, *sum, r + g, 0, static_cast<size_t>(cols));
+      RowGroup<Op, In, Out>(q, r, opts, kept);
+    }
   }
   for (; r < r1; ++r) {
     core::PairwiseFold<typename Op::Merged> fold;
@@ -113,6 +137,7 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
         typename Op::Merged states[kMaxScratchChunks];
         for (int64_t k = 0; k < chunks; ++k) {
           const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
+          if (sum) AddColumns<In>(q, *sum, r, b, static_cast<size_t>(n));
           RowInputs<Op>(q, r, b, x);
           states[k] = ChunkStateOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(n), scratch + b, pf);
           fold.push(states[k]);
@@ -132,6 +157,7 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
     }
     for (int64_t k = 0; k < chunks; ++k) {
       const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
+      if (sum) AddColumns<In>(q, *sum, r, b, static_cast<size_t>(n));
       RowInputs<Op>(q, r, b, x);
       fold.push(ChunkStateOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(n), nullptr, pf));
     }
