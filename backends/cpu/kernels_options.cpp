@@ -31,12 +31,7 @@ void QuantizeRows(const onorm_request& q, int64_t r0, int64_t n, float* v) {
 void AddRows(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0, int64_t n) {
   WithSimdType(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    WithStoreType<T>([&](auto store) {
-      using S = typename decltype(store)::type;
-      for (int64_t i = 0; i < n; ++i)
-        AddRow<T, S>(static_cast<const T*>(row_of(x, r0 + i)), static_cast<const T*>(row_of(res, r0 + i)),
-                     static_cast<S*>(const_cast<void*>(row_of(h, h0 + i))), static_cast<size_t>(x.cols));
-    });
+    for (int64_t i = 0; i < n; ++i) AddRowColumns<T>(x, res, h, r0 + i, h0 + i, 0, static_cast<size_t>(x.cols));
   });
 }
 

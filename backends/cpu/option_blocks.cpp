@@ -45,7 +45,7 @@ onorm_request norm_of_block(const onorm_request& q, const onorm_rows& h, int64_t
 
 // Whether the norm adds the residual as it reads h (ResidualSum) rather than after an add of
 // the whole block: measured faster everywhere but LayerNorm's 16-bit rows of one chunk, which
-// ran 5-12 points of memcpy slower so (bench/RESULTS.md, 2026-11-29).
+// ran slower so (bench/RESULTS.md).
 bool adds_in_the_norm(const onorm_request& q) {
   return q.in[0].cols > kChunk || q.in[0].dtype == ONORM_F32 || q.op != ONORM_OP_LAYER_NORM;
 }

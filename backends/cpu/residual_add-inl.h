@@ -13,7 +13,9 @@
 
 #include <cstddef>
 
+#include "bf16_cvt-inl.h"
 #include "hwy/highway.h"
+#include "scalar_rows.hpp"
 #include "simd_io-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -31,6 +33,18 @@ HWY_INLINE void AddRow(const T* x, const T* r, S* h, size_t n) {
   size_t j = 0;
   for (; j + L <= n; j += L) Io<S>::Store(d, hn::Add(Io<T>::Load(d, x + j), Io<T>::Load(d, r + j)), h + j);
   if (j < n) StoreTail<S>(d, hn::Add(LoadTail<T>(d, x + j, n - j, 0.0f), LoadTail<T>(d, r + j, n - j, 0.0f)), h + j, n - j);
+}
+
+// Columns [b, b + n) of row hr of h = round(x + res) of row xr of x and res, all rows of T; h
+// stored in the CPU's store type for T (WithStoreType).
+template <typename T>
+HWY_INLINE void AddRowColumns(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t xr, int64_t hr,
+                              int64_t b, size_t n) {
+  WithStoreType<T>([&](auto store) {
+    using S = typename decltype(store)::type;
+    AddRow<T, S>(static_cast<const T*>(row_of(x, xr)) + b, static_cast<const T*>(row_of(res, xr)) + b,
+                 static_cast<S*>(const_cast<void*>(row_of(h, hr))) + b, n);
+  });
 }
 
 }  // namespace HWY_NAMESPACE

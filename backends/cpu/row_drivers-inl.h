@@ -19,13 +19,11 @@
 
 #include <algorithm>
 
-#include "bf16_cvt-inl.h"
 #include "chunk_passes-inl.h"
 #include "hwy/highway.h"
 #include "onlinenorm/core/pairwise.hpp"
 #include "residual_add-inl.h"
 #include "row_coefs.hpp"
-#include "scalar_rows.hpp"
 #include "write_pass-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -51,17 +49,10 @@ HWY_INLINE unsigned RowCols(const onorm_request& q, int64_t at, const In** col) 
 }
 
 // Columns [b, b + n) of row r of q's in[0] = round(x + residual) of row sum.row0 + r
-// (ResidualSum), just before the passes read them: they stay in L1 for those passes. The
-// store type is chosen per call, as the write pass's is per request.
+// (ResidualSum), just before the passes read them: they stay in L1 for those passes.
 template <typename In>
 HWY_INLINE void AddColumns(const onorm_request& q, const ResidualSum& sum, int64_t r, int64_t b, size_t n) {
-  const In* x = static_cast<const In*>(row_of(sum.x, sum.row0 + r)) + b;
-  const In* res = static_cast<const In*>(row_of(sum.residual, sum.row0 + r)) + b;
-  void* h = static_cast<In*>(const_cast<void*>(row_of(q.in[0], r))) + b;
-  WithStoreType<In>([&](auto store) {
-    using S = typename decltype(store)::type;
-    AddRow<In, S>(x, res, static_cast<S*>(h), n);
-  });
+  AddRowColumns<In>(sum.x, sum.residual, q.in[0], sum.row0 + r, r, b, n);
 }
 
 template <class Op>
