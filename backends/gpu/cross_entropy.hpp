@@ -50,8 +50,8 @@ struct CrossEntropyArgs {
 
 // Pass 2 over columns [col0, col0 + n) of `row` (x: the row's logits): dlogits of element type
 // Out; `first` is x[col0]'s column in the targets' numbering. The steps run from the slice's end
-// backward: the first lines they read again are the last that pass 1 brought into L2 (rows whose
-// bytes in flight pass L2's size: 1-2 points of copy at 262144-1M columns, bench/RESULTS.md).
+// backward: the first lines they read again are the last that pass 1 brought into L2 (it
+// matters where the rows in flight hold more bytes than L2: bench/RESULTS.md).
 template <typename In, typename Out, int BLOCK>
 ONORM_DEV void write_dlogits(const CrossEntropyArgs& a, const In* x, int64_t row, int64_t col0, int64_t n,
                              int64_t first, const core::ops::CrossEntropy::Coefs& cf) {

@@ -16,6 +16,14 @@
 namespace onorm {
 namespace gpu {
 
+// Whether the copy engine can stream the request's rows through shared memory (cluster_stream:
+// 16-bit rows, 16-byte aligned, whole 16-byte units; f32 rows measured slower streamed at
+// 16384-131072 columns, bench/RESULTS.md).
+template <typename In, typename L>
+bool streams_rows(L& l, const CrossEntropyArgs& a) {
+  return sizeof(In) == 2 && l.caps().cluster_stream && a.x_vec && (a.cols * int64_t(sizeof(In))) % 16 == 0;
+}
+
 // Rows over a cluster of blocks of 256 threads with E elements each: false where the row needs
 // more blocks than the device's clusters take, or none fits.
 template <typename In, int WARP, int E, typename L>
@@ -25,10 +33,9 @@ bool try_cross_entropy_cluster(L& l, const CrossEntropyArgs& a, onorm_status& st
   const int64_t K = (a.cols + kSlice - 1) / kSlice;
   if (K > l.caps().cluster_max) return false;
   const int64_t chunk = slice_columns(a.cols, K, VEC);
-  // 16-bit rows the copy engine can move (16-byte aligned, whole 16-byte units) stream through
-  // resident clusters (cluster_stream: the next row's slice lands while the block finishes this
-  // one); f32 rows measured slower streamed at 16384-131072 columns (bench/RESULTS.md).
-  if (sizeof(In) == 2 && l.caps().cluster_stream && a.x_vec && (a.cols * int64_t(sizeof(In))) % 16 == 0) {
+  // Streamed through resident clusters where the rows allow: the next row's slice lands while
+  // the block finishes this one.
+  if (streams_rows<In>(l, a)) {
     if (l.template cross_entropy_cluster_stream<In, WARP, E / VEC, 256>(static_cast<int>(K), chunk, a, status) ||
         status != ONORM_OK)
       return true;
@@ -36,13 +43,13 @@ bool try_cross_entropy_cluster(L& l, const CrossEntropyArgs& a, onorm_status& st
   return l.template cross_entropy_cluster<In, WARP, E / VEC, 256>(static_cast<int>(K), chunk, a, status);
 }
 
-// Rows of up to 256 * E columns a block, streamed (cluster_stream: the next row lands in shared
-// memory while the block finishes this one) on resident clusters of one block, where the rows
-// allow it (16-byte aligned, whole 16-byte units); false where not (or none fits).
+// Rows of up to 256 * E columns a block, streamed (the next row lands in shared memory while
+// the block finishes this one) on resident clusters of one block, where the rows allow it
+// (streams_rows); false where not (or none fits).
 template <typename In, int WARP, int E, typename L>
 bool stream_one_block(L& l, const CrossEntropyArgs& a, onorm_status& status) {
   constexpr int VEC = io<In>::kVec;
-  if (!l.caps().cluster_stream || !a.x_vec || (a.cols * int64_t(sizeof(In))) % 16 != 0) return false;
+  if (!streams_rows<In>(l, a)) return false;
   return l.template cross_entropy_cluster_stream<In, WARP, E / VEC, 256>(1, slice_columns(a.cols, 1, VEC), a, status) ||
          status != ONORM_OK;
 }
@@ -75,17 +82,15 @@ onorm_status place_cross_entropy(L& l, const CrossEntropyArgs& a) {
   const int64_t c = a.cols;
   if (a.stage == ONORM_STAGE_WHOLE && c > 0) {
     // Rows of up to 2048 columns: a warp a row up to WARP * 32 columns (its reductions without
-    // a barrier), else blocks of 64, on up to 64 blocks a multiprocessor looping over the rows
-    // (bench/RESULTS.md: bf16 512 / 1024 / 2048 columns 23 / 43 / 62 -> 66 / 85 / 86% of copy,
-    // f32 39 / 68 / 87 -> 86 / 92 / 91 against blocks of 128 on 16 a multiprocessor).
+    // a barrier), else blocks of 64, on up to 64 blocks a multiprocessor looping over the rows:
+    // more rows in flight than blocks of 128 on 16 a multiprocessor (bench/RESULTS.md).
     const unsigned short_grid = static_cast<unsigned>(std::min<int64_t>(a.rows, int64_t(64) * l.caps().sms));
     if (c <= WARP * 16) return l.template cross_entropy_rows<In, WARP, 16 / VEC, WARP>(short_grid, a);
     if (c <= WARP * 32) return l.template cross_entropy_rows<In, WARP, 32 / VEC, WARP>(short_grid, a);
     if (c <= 64 * 32) return l.template cross_entropy_rows<In, WARP, 32 / VEC, 64>(short_grid, a);
     const unsigned grid = static_cast<unsigned>(std::min<int64_t>(row_blocks(a.rows, l.caps().sms), max_blocks<256>()));
     // 16-bit rows past 2048 columns: 64 elements a thread (the row engine's dense shapes), four
-    // to eight blocks a multiprocessor (bf16 4096 and 8192 columns +4 and +10 points of copy
-    // against 32 elements, bench/RESULTS.md).
+    // to eight blocks a multiprocessor; measured faster than 32 (bench/RESULTS.md).
     if (sizeof(In) == 2 && c <= 64 * 64) return l.template cross_entropy_rows<In, WARP, 64 / VEC, 64>(grid, a);
     if (sizeof(In) == 2 && c <= 128 * 64) return l.template cross_entropy_rows<In, WARP, 64 / VEC, 128>(grid, a);
     if (c <= 128 * 32) return l.template cross_entropy_rows<In, WARP, 32 / VEC, 128>(grid, a);
@@ -94,8 +99,8 @@ onorm_status place_cross_entropy(L& l, const CrossEntropyArgs& a) {
       if (l.caps().cluster) {
         onorm_status status = ONORM_OK;
         // 16-bit rows of up to 16384 columns stream through resident blocks (clusters of one) of
-        // 64 elements a thread where they allow (bf16 16384 +3 points against two slices).
-        if (sizeof(In) == 2 && c <= 256 * 64 && stream_one_block<In, WARP, 64>(l, a, status)) return status;
+        // 64 elements a thread where they allow: measured faster than clusters of two.
+        if (c <= 256 * 64 && stream_one_block<In, WARP, 64>(l, a, status)) return status;
         if (try_cross_entropy_cluster<In, WARP, 32>(l, a, status) || status != ONORM_OK) return status;
         if (try_cross_entropy_cluster<In, WARP, 64>(l, a, status) || status != ONORM_OK) return status;
         if (try_cross_entropy_reread<In, WARP>(l, a, status) || status != ONORM_OK) return status;
