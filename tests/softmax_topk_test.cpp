@@ -153,6 +153,34 @@ TEST_P(SoftmaxTopk, NamedK) {
         }
 }
 
+// GPUs only (the CPU's time in CI): rows past the tile and up to the warp kernel's largest (the
+// planner's warp per row, softmax_topk_plan.hpp) and just past it (the block kernel), more rows
+// than the grid's warps (the grid-stride loop), every input dtype.
+TEST_P(SoftmaxTopk, WarpAndBlockRowsOnGpus) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  if (!is_gpu(GetParam())) GTEST_SKIP() << "GPU placements";
+  ONORM_SEEDED_RNG(rng);
+  struct Shape {
+    int64_t rows, cols, k;
+  };
+  const Shape shapes[] = {{40000, 256, 8}, {3000, 4096, 64}, {300, 32768, 8}, {200, 65536, 64}, {100, 65537, 8}};
+  for (const Shape& sh : shapes)
+    for (onorm_dtype xt : io_dtypes()) {
+      Problem p;
+      p.rows = sh.rows;
+      p.cols = sh.cols;
+      p.k = sh.k;
+      p.xt = xt;
+      p.vt = ONORM_F32;
+      p.renormalize = rng() % 2;
+      p.shift = rng() % 2;
+      SCOPED_TRACE(describe(p));
+      Call c(ctx, p, mixed_rows(rng, true));
+      c.run(ctx, true);
+      if (HasFailure()) return;
+    }
+}
+
 // Special rows spelled out: an all -inf row gives values 0 and columns 0..k-1; a NaN row NaN
 // values; a row of equal values the first k columns.
 TEST_P(SoftmaxTopk, SpecialRows) {

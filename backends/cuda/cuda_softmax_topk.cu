@@ -1,6 +1,6 @@
-// The CUDA entry of softmax top-k (gpu/softmax_topk.hpp).
+// The CUDA entry of softmax top-k (gpu/softmax_topk_plan.hpp).
 #include "cuda_runtime.cuh"
-#include "softmax_topk.hpp"
+#include "softmax_topk_plan.hpp"
 
 namespace onorm {
 namespace cuda {

@@ -20,6 +20,7 @@
 #include "partial_state.hpp"
 #include "row_plan.hpp"
 #include "softmax_topk.hpp"
+#include "softmax_topk_warp.hpp"
 #include "workspace.hpp"
 
 namespace onorm {
@@ -96,6 +97,11 @@ class Launcher {
   onorm_status softmax_topk(unsigned grid, const TopkArgs& a) {
     softmax_topk_kernel<In, W, kTopkBlock><<<grid, kTopkBlock, 0, rt_.stream()>>>(a);
     return rt_.check("softmax top-k launch");
+  }
+  template <typename In, int W>
+  onorm_status softmax_topk_warp(unsigned grid, const TopkArgs& a) {
+    softmax_topk_warp_kernel<In, W, kTopkWarpBlock><<<grid, kTopkWarpBlock, 0, rt_.stream()>>>(a);
+    return rt_.check("softmax top-k (a warp per row) launch");
   }
   template <typename R, int W, int BLOCK>
   int staged_per_sm(size_t smem, onorm_status& status) {

@@ -177,6 +177,20 @@ __device__ __noinline__ uint32_t first_bound(Sh& sh, uint32_t max_key, int k) {
   return thr;
 }
 
+// The coefficients of a row's top-k values (Softmax::finish of a key's value), top the first
+// key's value: the softmax over the row from its MaxSum ms (about the threads' pivots, up to 16
+// below the row's max M = top, to which it moves in double; a NaN or empty row as it is), or with
+// renormalize over the k selected, d their sum of exp about Softmax::pivot(top, k) (in the
+// caller's fixed tree).
+ONORM_DEV core::ops::Softmax::Coefs<float> topk_coefs(const TopkArgs& a, float top, float d, core::MaxSum<double> ms) {
+  using Sm = core::ops::Softmax;
+  bool ok;
+  if (a.renormalize) return Sm::narrow(Sm::coefs(Sm::state<float>(a.k, top, Sm::pivot(top, a.k), &d), Sm::Params{}, ok));
+  if (!core::is_nan(ms.m) && !core::is_nan(ms.d) && !ms.is_identity())
+    ms = core::MaxSum<double>::of(double(top), ms.d * core::exp_of(ms.m - double(top)));
+  return Sm::narrow(Sm::coefs(ms, Sm::Params{}, ok));
+}
+
 // The row's end: the buffer brought to the top k, sorted (a short tail merged; else compacted by
 // the radix select and sorted), their values (from the row's MaxSum ms, or renormalized) and
 // columns stored; the buffer emptied for the next row. Not inlined: the tile loop's registers
@@ -196,25 +210,14 @@ __device__ __noinline__ void finish_row(Sh& sh, const TopkArgs& a, int64_t row, 
       sort_entries<BLOCK>(sh, k);
     }
   }
-  Sm::Coefs<float> cf;
-  bool ok;
+  const float top = value_of_key(sh.keys[0]);
+  float d = 0.0f;
   if (a.renormalize) {
-    // The softmax of the k selected: their max is the first's value (NaN first, if any).
-    const float top = value_of_key(sh.keys[0]);
-    const float p = Sm::pivot(top, a.k);
-    float d = 0.0f;
+    const float p = core::ops::Softmax::pivot(top, a.k);
     for (int i = tid; i < k; i += BLOCK) d += m.exp(value_of_key(sh.keys[i]) - p);
     d = block_allreduce<WARP, BLOCK>(d, sh.sums, AddOp{});
-    cf = Sm::narrow(Sm::coefs(Sm::state<float>(a.k, top, p, &d), Sm::Params{}, ok));
-  } else {
-    // The threads' pivots are tile maxima, the row's max M up to 16 above ms.m: the sum moves
-    // to M (the first key after the sort; a finite row's), in double.
-    if (!core::is_nan(ms.m) && !core::is_nan(ms.d) && !ms.is_identity()) {
-      const double top = value_of_key(sh.keys[0]);
-      ms = core::MaxSum<double>::of(top, ms.d * core::exp_of(ms.m - top));
-    }
-    cf = Sm::narrow(Sm::coefs(ms, Sm::Params{}, ok));
   }
+  const Sm::Coefs<float> cf = topk_coefs(a, top, d, ms);
   for (int i = tid; i < k; i += BLOCK) {
     const float v = value_of_key(sh.keys[i]);
     store_dtype(a.values, a.values_dtype, row * a.values_stride + i, Sm::finish(m, cf, &v, &v));
@@ -340,31 +343,6 @@ __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 4 : 1)) soft
     shim::sync_threads();  // the last entries written
     finish_row<WARP, BLOCK>(sh, a, row, count, s.held, ms);
     shim::sync_threads();  // the shared arrays are the next row's
-  }
-}
-
-// Runs a validated softmax top-k request with k <= SoftmaxTopk::kGpuMaxK on warp width WARP
-// with launcher l (launcher.hpp).
-template <int WARP, typename L>
-onorm_status run_softmax_topk(L& l, const onorm_request& q) {
-  const onorm_rows &x = q.in[0], &v = q.out[0];
-  TopkArgs a{};
-  a.x = x.data;
-  a.x_stride = x.row_stride;
-  a.x_vec = rows_aligned16(x);
-  a.values = v.data;
-  a.values_stride = v.row_stride;
-  a.values_dtype = v.dtype;
-  a.indices = q.indices;
-  a.rows = x.rows;
-  a.cols = x.cols;
-  a.k = q.k;
-  a.renormalize = q.renormalize;
-  const unsigned grid = row_blocks(a.rows, l.caps().sms);
-  switch (x.dtype) {
-    case ONORM_F32: return l.template softmax_topk<float, WARP>(grid, a);
-    case ONORM_F16: return l.template softmax_topk<core::f16_bits, WARP>(grid, a);
-    default: return l.template softmax_topk<core::bf16_bits, WARP>(grid, a);
   }
 }
 

@@ -23,6 +23,13 @@
 //                                   error where it cannot meet it): the caps measured on NVIDIA
 //                                   apply only where it is.
 //   sync_threads()                  block barrier.
+//   sync_warp()                     warp barrier: the warp's shared-memory writes before it are
+//                                   seen by its lanes' reads after it.
+//   shfl_idx(v, src, width)         lane src's uint32_t v (within groups of `width` lanes); every
+//                                   lane of the warp calls it.
+//   warp_ballot(p)                  the warp's lanes where p is non-zero, as bits of a uint64_t
+//                                   (lane i: bit i); every lane of the warp calls it.
+//   popc64(m), lowest_bit64(m)      set bits of m; the index of its lowest set bit (m != 0).
 //   sync_threads_or(p)              block barrier that returns whether p was non-zero in any thread.
 //   ONORM_DYNAMIC_SMEM(name)        declares `unsigned char* name`-like access to the block's
 //                                   dynamic shared memory (16-byte aligned).
@@ -87,6 +94,23 @@ ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) {
 }
 ONORM_DEV void sync_threads() { __syncthreads(); }
 ONORM_DEV int sync_threads_or(int p) { return __syncthreads_or(p); }
+// A wavefront runs in lockstep: its LDS writes need only be ordered before its reads.
+ONORM_DEV void sync_warp() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+#if defined(HIP_VERSION_MAJOR) && HIP_VERSION_MAJOR >= 7
+ONORM_DEV uint32_t shfl_idx(uint32_t v, int src, int w) { return __shfl_sync(~0ull, v, src, w); }
+ONORM_DEV uint64_t warp_ballot(int p) { return static_cast<uint64_t>(__ballot_sync(~0ull, p)); }
+#else
+ONORM_DEV uint32_t shfl_idx(uint32_t v, int src, int w) {
+  return static_cast<uint32_t>(__shfl(static_cast<int>(v), src, w));
+}
+ONORM_DEV uint64_t warp_ballot(int p) { return static_cast<uint64_t>(__ballot(p)); }
+#endif
+ONORM_DEV int popc64(uint64_t m) { return __popcll(m); }
+ONORM_DEV int lowest_bit64(uint64_t m) { return __ffsll(static_cast<unsigned long long>(m)) - 1; }
 // Asynchronous global -> shared copies (here synchronous; a HIP branch may do better).
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) {
   *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
@@ -162,6 +186,11 @@ ONORM_DEV void store_release_u64(uint64_t* p, uint64_t v) {
 }
 ONORM_DEV void sync_threads() { __syncthreads(); }
 ONORM_DEV int sync_threads_or(int p) { return __syncthreads_or(p); }
+ONORM_DEV void sync_warp() { __syncwarp(); }
+ONORM_DEV uint32_t shfl_idx(uint32_t v, int src, int w) { return __shfl_sync(0xffffffffu, v, src, w); }
+ONORM_DEV uint64_t warp_ballot(int p) { return __ballot_sync(0xffffffffu, p); }
+ONORM_DEV int popc64(uint64_t m) { return __popcll(m); }
+ONORM_DEV int lowest_bit64(uint64_t m) { return __ffsll(static_cast<long long>(m)) - 1; }
 // Asynchronous 16-byte global -> shared copy (cp.async, sm_80+), grouped by commit; wait<N>
 // returns when at most N of this thread's groups are still in flight.
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) {

@@ -1,6 +1,6 @@
-// The HIP entry of softmax top-k (gpu/softmax_topk.hpp), per warp width; as in hip_rows.hip.in, a device
+// The HIP entry of softmax top-k (gpu/softmax_topk_plan.hpp), per warp width; as in hip_rows.hip.in, a device
 // pass instantiates only its own width, and HIP on NVIDIA only 32.
-#include "gpu/softmax_topk.hpp"
+#include "gpu/softmax_topk_plan.hpp"
 #include "hip_rows.hpp"
 
 namespace onorm {

@@ -22,7 +22,7 @@
 #include "gpu/cross_entropy_plan.hpp"
 #include "gpu/partial_rows.hpp"
 #include "gpu/partial_state.hpp"
-#include "gpu/softmax_topk.hpp"
+#include "gpu/softmax_topk_plan.hpp"
 #include "sim_kernels.hpp"
 
 namespace {
@@ -68,6 +68,10 @@ class DriverLauncher : public onorm_sim_test::SimKernels {
   template <typename In, int W>
   onorm_status softmax_topk(unsigned grid, const gpu::TopkArgs& a) {
     return run(grid, 1, gpu::kTopkBlock, [a] { gpu::softmax_topk_kernel<In, W, gpu::kTopkBlock>(a); });
+  }
+  template <typename In, int W>
+  onorm_status softmax_topk_warp(unsigned grid, const gpu::TopkArgs& a) {
+    return run(grid, 1, gpu::kTopkWarpBlock, [a] { gpu::softmax_topk_warp_kernel<In, W, gpu::kTopkWarpBlock>(a); });
   }
   std::string errors() const {
     std::string s;
@@ -216,8 +220,10 @@ TEST(DriverOps, CrossEntropyLongRow) {
 
 // ------------------------------------------------------------------ softmax top-k
 // Runs top-k of x on the emulator (values into v, columns into idx: rows * k, poisoned).
+// block_kernel: the block kernel whatever the planner would take (its paths for small k).
 template <int W>
-void call_topk(const Rows& x, int64_t k, bool renormalize, const Rows& v, std::vector<int64_t>& idx) {
+void call_topk(const Rows& x, int64_t k, bool renormalize, const Rows& v, std::vector<int64_t>& idx,
+               bool block_kernel = false) {
   idx.assign(size_t(x.r.rows * k), -1);
   onorm_request q{};
   q.op = ONORM_OP_SOFTMAX_TOPK;
@@ -228,7 +234,16 @@ void call_topk(const Rows& x, int64_t k, bool renormalize, const Rows& v, std::v
   q.renormalize = renormalize;
   q.indices = idx.data();
   DriverLauncher l(W);
-  ASSERT_EQ(gpu::run_softmax_topk<W>(l, q), ONORM_OK) << l.errors();
+  if (block_kernel) {
+    const unsigned grid = static_cast<unsigned>(x.r.rows);
+    const gpu::TopkArgs a = gpu::topk_args(q);
+    const onorm_status st = x.r.dtype == ONORM_F32   ? l.softmax_topk<float, W>(grid, a)
+                            : x.r.dtype == ONORM_F16 ? l.softmax_topk<onorm::core::f16_bits, W>(grid, a)
+                                                     : l.softmax_topk<onorm::core::bf16_bits, W>(grid, a);
+    ASSERT_EQ(st, ONORM_OK) << l.errors();
+  } else {
+    ASSERT_EQ(gpu::run_softmax_topk<W>(l, q), ONORM_OK) << l.errors();
+  }
   ASSERT_TRUE(l.errors().empty()) << l.errors();
 }
 
@@ -301,13 +316,19 @@ TEST(DriverOps, SoftmaxTopk) {
 // before drops it; `flood` is normal but for its second tile, falling from 100: the buffer, its
 // top sorted, overflows in that tile and is compacted to elements of it alone. Checked as
 // run_topk checks, on both warp widths.
-enum class TopkRow { normal, constant, half_inf, all_inf, few_values, rising, outliers, nan, spread, late_kth, flood };
+// `warp_spread` does for the warp kernel what `spread` does for the block's: the top k in the
+// first tile, m = ceil(k / W) in each of the first ceil(k / m) lanes (distinct values), so that
+// the tile's bound (the ceil(k / m)-th largest of the lanes' m-th largest) is the k-th itself.
+enum class TopkRow {
+  normal, constant, half_inf, all_inf, few_values, rising, outliers, nan, spread, late_kth, flood, warp_spread
+};
 
 template <int W>
 void run_topk_rows(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, const std::vector<TopkRow>& kinds,
-                   std::mt19937_64& rng, int64_t offset = 1) {
+                   std::mt19937_64& rng, int64_t offset = 1, bool block_kernel = false) {
   SCOPED_TRACE("W" + std::to_string(W) + " dtype " + std::to_string(int(t)) + " cols " + std::to_string(cols) +
-               " k " + std::to_string(k) + (renormalize ? " renormalized" : "") + " offset " + std::to_string(offset));
+               " k " + std::to_string(k) + (renormalize ? " renormalized" : "") + " offset " + std::to_string(offset) +
+               (block_kernel ? " block kernel" : ""));
   const int64_t rows = static_cast<int64_t>(kinds.size());
   // offset 0: every row 16-byte aligned (the vector loads); else unaligned rows.
   Rows x(t, rows, cols, offset == 0 ? (cols + 7) / 8 * 8 + 8 : cols + 3, offset);
@@ -339,12 +360,19 @@ void run_topk_rows(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, con
         case TopkRow::flood:
           if (j >= 4096 && j < 8192) v = 100.0 - double(j - 4096) * 1e-3;
           break;
+        case TopkRow::warp_spread: {
+          const int64_t vec = t == ONORM_F32 ? 4 : 8, m = (k + W - 1) / W, lanes = (k + m - 1) / m;
+          const int64_t item = j / vec, lane = item % W;
+          if (item < W && lane < lanes && j % vec < m)  // the lane's first m elements
+            v = 16.0 + double(lane) + 0.5 * double(j % vec);  // exact in every dtype
+          break;
+        }
       }
       x.set(i, j, v);
     }
   Rows v(ONORM_F32, rows, k, k + 1);
   std::vector<int64_t> idx;
-  call_topk<W>(x, k, renormalize, v, idx);
+  call_topk<W>(x, k, renormalize, v, idx, block_kernel);
   if (::testing::Test::HasFatalFailure()) return;
   for (int64_t i = 0; i < rows; ++i) {
     SCOPED_TRACE("row " + std::to_string(i) + " kind " + std::to_string(int(kinds[i])));
@@ -427,6 +455,35 @@ TEST(DriverOps, SoftmaxTopkTightBounds) {
   }
   run_topk_rows<32>(ONORM_F32, 5 * 4096, 1024, false, {R::late_kth, R::flood, R::rising, R::normal}, rng, 0);
   run_topk_rows<64>(ONORM_BF16, 5 * 4096 + 3, 1024, true, {R::late_kth, R::few_values}, rng, 1);
+  // The block kernel's paths for small k, which the planner gives the warp kernel at these widths.
+  for (int64_t k : {1, 8, 64}) {
+    run_topk_rows<32>(ONORM_BF16, 3 * 4096 + 100, k, false, kinds, rng, 0, true);
+    run_topk_rows<64>(ONORM_F32, 20000, k, k == 8, kinds, rng, 1, true);
+  }
+}
+
+// The warp kernel (softmax_topk_warp.hpp): widths around its tile (W x 16) and up to the
+// planner's largest, k around the warp width and up to its largest, aligned rows (the pipelined
+// tiles) and not; its tile bound at its tightest (warp_spread), tiles of many candidates (rising,
+// flood, few values, constant), NaN and all -inf rows.
+TEST(DriverOps, SoftmaxTopkWarpRows) {
+  std::mt19937_64 rng(16);
+  using R = TopkRow;
+  const std::vector<R> all{R::normal, R::constant, R::half_inf, R::all_inf, R::few_values,
+                           R::rising, R::outliers, R::nan, R::warp_spread};
+  for (int64_t cols : {1, 2, 31, 64, 511, 512, 513, 1025, 4097}) {
+    for (int64_t k : {1, 2, 8, 31, 32, 33, 63, 64}) {
+      if (k > cols) continue;
+      run_topk_rows<32>(ONORM_F32, cols, k, k == 33, all, rng, cols % 2);
+      run_topk_rows<64>(ONORM_BF16, cols, k, k == 2, all, rng, 0);
+      run_topk_rows<32>(ONORM_F16, cols, k, false, all, rng, 0);
+    }
+  }
+  const std::vector<R> wide{R::normal, R::late_kth, R::flood, R::rising, R::few_values, R::warp_spread, R::nan};
+  for (int64_t k : {1, 8, 64}) {
+    run_topk_rows<32>(ONORM_BF16, gpu::kTopkWarpMaxCols, k, false, wide, rng, 0);
+    run_topk_rows<64>(ONORM_F32, gpu::kTopkWarpMaxCols - 3, k, k == 8, wide, rng, 1);
+  }
 }
 
 // 2^24 + 3 columns: 4096 tiles a thread, summed in float (softmax_topk.hpp, TopkSum) within

@@ -66,6 +66,13 @@ ONORM_DEV int sync_threads_or(int p) {
   __syncthreads();
   return any;
 }
+ONORM_DEV void sync_warp() { ::onorm_sim::syncwarp(full_warp_mask()); }
+ONORM_DEV uint32_t shfl_idx(uint32_t v, int src, int w) {
+  return ::onorm_sim::shfl_sync(full_warp_mask(), v, src, w);
+}
+ONORM_DEV uint64_t warp_ballot(int p) { return ::onorm_sim::ballot_sync(full_warp_mask(), p != 0); }
+ONORM_DEV int popc64(uint64_t m) { return __builtin_popcountll(m); }
+ONORM_DEV int lowest_bit64(uint64_t m) { return __builtin_ctzll(m); }
 // Synchronous, as in the HIP branch.
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) { std::memcpy(smem, gmem, 16); }
 ONORM_DEV void cp_async_commit() {}
