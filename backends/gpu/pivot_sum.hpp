@@ -7,6 +7,7 @@
 
 #include "math.hpp"
 #include "onlinenorm/core/max_sum.hpp"
+#include "reduce.hpp"
 
 namespace onorm {
 namespace gpu {
@@ -57,6 +58,27 @@ struct PivotSum {
     return core::MaxSum<double>::of(double(q), double(s) - double(c));
   }
 };
+
+// The MaxSum of a warp's PivotSums (every lane calls it; all lanes get the same bits): the
+// largest pivot M of the lanes holding terms, each lane's sum moved to it by a float exp (a
+// factor at most 1: no overflow, 2 ulp), summed in double in the warp's fixed tree. A warp with
+// a NaN or +inf, or with no terms, takes the exact combine of the lanes' states instead (double
+// exps in each of its log2(WARP) steps, which the common case does without).
+template <int WARP>
+ONORM_DEV core::MaxSum<double> warp_pivot_state(const PivotSum& p) {
+  const float q = p.s != 0.0f ? p.q : core::neg_infinity<float>();
+  float top = q;
+  for (int o = WARP / 2; o > 0; o >>= 1) top = shim::nan_max(top, shim::shfl_xor(top, o, WARP));
+  const double s = double(p.s) - double(p.c);
+  double d = p.s != 0.0f ? s * double(fast_exp(q - top)) : 0.0;
+  for (int o = WARP / 2; o > 0; o >>= 1) d += shim::shfl_xor(d, o, WARP);
+  // (warp-uniform) a NaN or +inf top, or no terms; or a NaN or infinite sum somewhere
+  if (!(top > core::neg_infinity<float>() && top < -core::neg_infinity<float>()) || !(d < -core::neg_infinity<double>())) {
+    const int lane = static_cast<int>(threadIdx.x) % WARP;
+    return group_allreduce<WARP>(p.state(), lane, CombineOp<core::MaxSum<double>>{});
+  }
+  return core::MaxSum<double>::of(double(top), d);
+}
 
 // The max of a tile's elements (a NaN kept), in a tree.
 template <int E>

@@ -170,21 +170,30 @@ struct TopkWarpState {
 
 // The tile's elements v[e] (columns col(e); from cols on, padding) that pass the filter, merged
 // into the list: a batch a lane's next candidate at a time; a tile of many candidates first cut
-// to its bound. Every lane calls it (where some lane's tile max passed the floor).
+// to its bound. Every lane calls it (where some lane's tile max passed the floor). The exact
+// test (key and column) runs on the elements at or above the floor only, as each lane takes its
+// next; a float compare an element picks those.
 template <int WARP, int E, typename Col>
 ONORM_DEV void merge_tile(TopkWarpList& L, TopkWarpState& s, int k, const float* v, Col col, int64_t cols) {
   using Topk = core::ops::SoftmaxTopk;
   uint32_t mask = 0u;
 #pragma unroll
-  for (int e = 0; e < E; ++e)
-    if (col(e) < cols && s.f.pass(Topk::key(v[e]), static_cast<int32_t>(col(e)))) mask |= 1u << e;
-  int many = __builtin_popcount(mask);
-  for (int o = WARP / 2; o > 0; o >>= 1) many += static_cast<int>(shim::shfl_xor(static_cast<int64_t>(many), o, WARP));
-  if (many > kTopkWarpBoundAt) {
-    const uint32_t bound = tile_bound<WARP, E>(v, mask, k);
+  for (int e = 0; e < E; ++e) mask |= static_cast<uint32_t>(!(v[e] < s.lo)) << e;
+  // More than kTopkWarpBoundAt in the warp only if some lane holds more than its share.
+  if (shim::warp_ballot(shim::popc64(mask) > kTopkWarpBoundAt / WARP) != 0u) {
 #pragma unroll
     for (int e = 0; e < E; ++e)
-      if (Topk::key(v[e]) < bound) mask &= ~(1u << e);
+      if (col(e) >= cols) mask &= ~(1u << e);  // padding is no element
+    int many = shim::popc64(mask);
+    for (int o = WARP / 2; o > 0; o >>= 1) many += static_cast<int>(shim::shfl_xor(static_cast<int64_t>(many), o, WARP));
+    if (many > kTopkWarpBoundAt) {
+      // k elements of the tile (candidates or not) are at least the bound: below it, none is
+      // in the row's top k.
+      const uint32_t bound = tile_bound<WARP, E>(v, mask, k);
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (Topk::key(v[e]) < bound) mask &= ~(1u << e);
+    }
   }
   for (;;) {
     // This lane's next candidate, checked against the filter as the last batch left it.
@@ -199,8 +208,9 @@ ONORM_DEV void merge_tile(TopkWarpList& L, TopkWarpState& s, int k, const float*
       for (int e = 0; e < E; ++e)
         if (e == first) x = v[e];
       key = Topk::key(x);
-      c = static_cast<int32_t>(col(first));
-      has = s.f.pass(key, c);
+      const int64_t cc = col(first);
+      c = static_cast<int32_t>(cc);
+      has = cc < cols && s.f.pass(key, c);
     }
     const uint64_t batch = shim::warp_ballot(has);
     if (batch == 0u) break;
@@ -219,13 +229,17 @@ struct TopkWarpShared {
 };
 
 // A warp per row (a grid-stride loop over the rows). On NVIDIA, three blocks a multiprocessor (80
-// registers: at 64 the merge spilled into the tile loop). The whole tiles of an aligned row are software-pipelined: the next tile's 16-byte
-// loads are issued (raw words) before this tile is processed; two register sets alternate (a
-// loop unrolled by 2). A partial last tile and every tile of an unaligned row take load_items.
+// registers: at 64 the merge spilled into the tile loop). The whole tiles of an aligned row are
+// software-pipelined: a tile's 16-byte loads are issued (raw words) kAhead tiles before it is
+// processed, kAhead + 1 register sets rotating (a loop unrolled kAhead + 1 times). A partial last
+// tile and every tile of an unaligned row take load_items.
 template <typename In, int WARP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 3 : 1)) softmax_topk_warp_kernel(TopkArgs a) {
   constexpr int VEC = io<In>::kVec, E = kTopkElems, ITEMS = E / VEC;
   constexpr int64_t kTile = int64_t(WARP) * E;
+  // Whole tiles whose loads are in flight ahead of the one processed: a 16-bit tile is half the
+  // bytes of a float one (a tile waits for its loads about a memory latency).
+  constexpr int kAhead = sizeof(In) == 4 ? 1 : 2;
   static_assert(E <= 32, "a lane's elements of a tile in one 32-bit mask");
   using Raw = RawN<In, VEC>;
   using Sm = core::ops::Softmax;
@@ -249,30 +263,29 @@ __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 3 : 1)) soft
       if (!a.renormalize) sum.push<E>(v, r1);
     };
     if (whole > 0) {
-      Raw ra[ITEMS], rb[ITEMS] = {};  // (rb zeroed: no path reads it unloaded, which GCC cannot see)
-      auto load_tile = [&](Raw* r, int64_t b) {
+      Raw r[kAhead + 1][ITEMS];
+      auto load_tile = [&](Raw* t, int64_t b) {
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) load_raw_n<In, VEC>(x + b + (lane + i * WARP) * VEC, r[i]);
+        for (int i = 0; i < ITEMS; ++i) load_raw_n<In, VEC>(x + b + (lane + i * WARP) * VEC, t[i]);
       };
-      auto unpacked = [&](const Raw* r, float* v) {
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) unpack_n<In, VEC>(r[i], v + i * VEC);
-      };
-      load_tile(ra, 0);
+      for (int d = 0; d < kAhead; ++d)
+        if (d * kTile < whole) load_tile(r[d], d * kTile);
+      // Tile base is in r[u]; the one kAhead tiles on goes to the set it leaves.
       for (;;) {
-        float v[E];
-        if (base + kTile < whole) load_tile(rb, base + kTile);
-        unpacked(ra, v);
-        tile(v);
-        base += kTile;
-        if (base >= whole) break;
-        if (base + kTile < whole) load_tile(ra, base + kTile);
-        unpacked(rb, v);
-        tile(v);
-        base += kTile;
-        if (base >= whole) break;
+#pragma unroll
+        for (int u = 0; u <= kAhead; ++u) {
+          if (base + kAhead * kTile < whole) load_tile(r[(u + kAhead) % (kAhead + 1)], base + kAhead * kTile);
+          float v[E];
+#pragma unroll
+          for (int i = 0; i < ITEMS; ++i) unpack_n<In, VEC>(r[u][i], v + i * VEC);
+          tile(v);
+          base += kTile;
+          if (base >= whole) goto tail;
+        }
       }
     }
+  tail:
     for (; base < a.cols; base += kTile) {
       const int n = static_cast<int>(a.cols - base < kTile ? a.cols - base : kTile);
       float v[E];
@@ -280,9 +293,7 @@ __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 3 : 1)) soft
       tile(v);
     }
     // The row's end: the list is its top k (k <= cols).
-    const core::MaxSum<double> ms = a.renormalize
-        ? core::MaxSum<double>::identity()
-        : group_allreduce<WARP>(sum.state(), lane, CombineOp<core::MaxSum<double>>{});
+    const core::MaxSum<double> ms = a.renormalize ? core::MaxSum<double>::identity() : warp_pivot_state<WARP>(sum);
     const float top = value_of_key(L.keys[0]);
     float d = 0.0f;
     if (a.renormalize) {
