@@ -108,9 +108,10 @@ def main():
             if "quack" in peers:  # loss and the gradient written over the logits
                 fns["quack"] = lambda x=x, t=t: peers["quack"].cross_entropy_fwd(x, t, return_dx=True,
                                                                                    inplace_backward=True)
-            if "liger" in peers:  # its forward writes the gradient over the logits
-                fns["liger"] = lambda x=x, t=t: peers["liger"].cross_entropy_forward(x, t, None, -100, 0.0, 0.0, "mean",
-                                                                                     None, False)
+            if "liger" in peers:  # its forward writes the gradient over the logits where they require grad
+                xl = x.detach().requires_grad_()
+                fns["liger"] = lambda xl=xl, t=t: peers["liger"].cross_entropy_forward(xl, t, None, -100, 0.0, 0.0,
+                                                                                       "mean", None, False)
             nbytes = 2 * x.numel() * x.element_size()
             base = copy_us(x.numel() * x.element_size())
             times = {}

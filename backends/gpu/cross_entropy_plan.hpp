@@ -139,11 +139,8 @@ onorm_status run_cross_entropy(L& l, const onorm_request& q) {
   a.state_out = q.state_out;
   a.state_in = q.state_in;
   a.cols_offset = q.cols_offset;
-  switch (x.dtype) {
-    case ONORM_F32: return place_cross_entropy<float, WARP>(l, a);
-    case ONORM_F16: return place_cross_entropy<core::f16_bits, WARP>(l, a);
-    default: return place_cross_entropy<core::bf16_bits, WARP>(l, a);
-  }
+  return visit_dtype(
+      x.dtype, [&](auto in) { return place_cross_entropy<typename decltype(in)::type, WARP>(l, a); }, nullptr, 0);
 }
 }  // namespace gpu
 }  // namespace onorm

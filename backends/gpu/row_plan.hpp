@@ -35,6 +35,7 @@
 #include "rows_kernel.hpp"
 #include "staged_kernel.hpp"
 #include "two_read.hpp"
+#include "visit_dtype.hpp"
 
 namespace onorm {
 namespace gpu {
@@ -403,24 +404,6 @@ inline Columns columns_of(const onorm_request& q) {
   c.finish_mode = q.col_dtype == ONORM_F32 ? kModeFinishF32 : q.col_dtype == ONORM_F16 ? kModeFinishF16 : kModeFinishBF16;
   c.offset = static_cast<float>(q.col_offset[0]);
   return c;
-}
-
-template <typename T>
-struct type_tag {
-  using type = T;
-};
-
-// f(type_tag<T>{}) for the element type of a GPU dtype (f32, f16, bf16), or unsupported.
-template <typename F>
-onorm_status visit_dtype(int dtype, F&& f, char* err, size_t err_len) {
-  switch (dtype) {
-    case kF32: return f(type_tag<float>{});
-    case kF16: return f(type_tag<core::f16_bits>{});
-    case kBF16: return f(type_tag<core::bf16_bits>{});
-    default:
-      if (err && err_len) std::snprintf(err, err_len, "gpu: input dtype %d is not supported", dtype);
-      return ONORM_ERROR_UNSUPPORTED;
-  }
 }
 
 // f(op, type_tag<In>{}) for a request's op and first input's element type: the unit a backend

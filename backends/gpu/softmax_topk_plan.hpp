@@ -6,6 +6,7 @@
 
 #include "softmax_topk.hpp"
 #include "softmax_topk_warp.hpp"
+#include "visit_dtype.hpp"
 
 namespace onorm {
 namespace gpu {
@@ -36,21 +37,17 @@ template <int WARP, typename L>
 onorm_status run_softmax_topk(L& l, const onorm_request& q) {
   const onorm_rows& x = q.in[0];
   const TopkArgs a = topk_args(q);
-  if (a.k <= kTopkWarpMaxK && a.cols <= kTopkWarpMaxCols) {
-    constexpr int64_t kRows = kTopkWarpBlock / WARP;
-    const unsigned grid = row_blocks((a.rows + kRows - 1) / kRows, l.caps().sms);
-    switch (x.dtype) {
-      case ONORM_F32: return l.template softmax_topk_warp<float, WARP>(grid, a);
-      case ONORM_F16: return l.template softmax_topk_warp<core::f16_bits, WARP>(grid, a);
-      default: return l.template softmax_topk_warp<core::bf16_bits, WARP>(grid, a);
-    }
-  }
-  const unsigned grid = row_blocks(a.rows, l.caps().sms);
-  switch (x.dtype) {
-    case ONORM_F32: return l.template softmax_topk<float, WARP>(grid, a);
-    case ONORM_F16: return l.template softmax_topk<core::f16_bits, WARP>(grid, a);
-    default: return l.template softmax_topk<core::bf16_bits, WARP>(grid, a);
-  }
+  const bool warp_rows = a.k <= kTopkWarpMaxK && a.cols <= kTopkWarpMaxCols;
+  constexpr int64_t kWarpsPerBlock = kTopkWarpBlock / WARP;
+  const int64_t blocks = warp_rows ? (a.rows + kWarpsPerBlock - 1) / kWarpsPerBlock : a.rows;
+  const unsigned grid = row_blocks(blocks, l.caps().sms);
+  return visit_dtype(
+      x.dtype,
+      [&](auto in) {
+        using In = typename decltype(in)::type;
+        return warp_rows ? l.template softmax_topk_warp<In, WARP>(grid, a) : l.template softmax_topk<In, WARP>(grid, a);
+      },
+      nullptr, 0);
 }
 
 }  // namespace gpu

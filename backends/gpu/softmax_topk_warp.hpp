@@ -112,6 +112,10 @@ ONORM_DEV uint32_t tile_bound(const float* v, uint32_t mask, int k) {
 // Merges a batch (this lane's candidate (key, col) where `has`; the batch's lanes in `batch`)
 // into the warp's list of n entries; returns the entries it holds after (at most k). Each entry
 // of the merged set goes to its rank; those ranked k or later drop out. Every lane calls it.
+// Ranks are counts, one batch member at a time (broadcast from its lane): the list entries
+// before it (a ballot over the lanes' entries: its rank in the list, kept by its own lane), and
+// for each lane's candidate and entries whether the member comes before them. Members and
+// entries have distinct columns: exactly one of each pair comes first.
 template <int WARP>
 ONORM_DEV int merge_batch(TopkWarpList& L, int n, int k, uint32_t key, int32_t col, bool has, uint64_t batch) {
   using Topk = core::ops::SoftmaxTopk;
@@ -128,22 +132,21 @@ ONORM_DEV int merge_batch(TopkWarpList& L, int n, int k, uint32_t key, int32_t c
     lc[r] = i < n ? L.cols[i] : 0;
     lrank[r] = i;
   }
-  // The candidate's rank in the list: a binary search.
-  int lo = 0, hi = n;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if (Topk::before(L.keys[mid], L.cols[mid], key, col)) lo = mid + 1;
-    else hi = mid;
-  }
-  int rank = lo;
-  // Each batch member counted where it comes before this lane's candidate and list entries.
+  int rank = 0;
   for (uint64_t b = batch; b != 0u; b &= b - 1u) {
     const int src = shim::lowest_bit64(b);
     const uint32_t bk = shim::shfl_idx(key, src, WARP);
     const int32_t bc = static_cast<int32_t>(shim::shfl_idx(static_cast<uint32_t>(col), src, WARP));
     rank += Topk::before(bk, bc, key, col);
+    int in_list = 0;  // entries before the member
 #pragma unroll
-    for (int r = 0; r < R; ++r) lrank[r] += Topk::before(bk, bc, lk[r], lc[r]);
+    for (int r = 0; r < R; ++r) {
+      const bool exists = lane + r * WARP < n;
+      const bool member_first = Topk::before(bk, bc, lk[r], lc[r]);
+      lrank[r] += member_first;
+      in_list += shim::popc64(shim::warp_ballot(exists && !member_first));
+    }
+    if (lane == src) rank += in_list;
   }
   shim::sync_warp();  // every read of the list before the moves
 #pragma unroll
