@@ -231,18 +231,21 @@ struct TopkWarpShared {
   TopkWarpList lists[BLOCK / WARP];
 };
 
-// A warp per row (a grid-stride loop over the rows). On NVIDIA, three blocks a multiprocessor (80
-// registers: at 64 the merge spilled into the tile loop). The whole tiles of an aligned row are
+// A warp per row (a grid-stride loop over the rows). On NVIDIA, three blocks a multiprocessor for
+// 16-bit rows (80 registers: at 64 the merge spilled into the tile loop), two for f32 (95: at 80
+// the tile loop spilled). The whole tiles of an aligned row are
 // software-pipelined: a tile's 16-byte loads are issued (raw words) kAhead tiles before it is
 // processed, kAhead + 1 register sets rotating (a loop unrolled kAhead + 1 times). A partial last
 // tile and every tile of an unaligned row take load_items.
 template <typename In, int WARP, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 3 : 1)) softmax_topk_warp_kernel(TopkArgs a) {
+__global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? (sizeof(In) == 4 ? 2 : 3) : 1))
+    softmax_topk_warp_kernel(TopkArgs a) {
   constexpr int VEC = io<In>::kVec, E = kTopkElems, ITEMS = E / VEC;
   constexpr int64_t kTile = int64_t(WARP) * E;
-  // Whole tiles whose loads are in flight ahead of the one processed: a 16-bit tile is half the
-  // bytes of a float one (a tile waits for its loads about a memory latency).
-  constexpr int kAhead = sizeof(In) == 4 ? 1 : 2;
+  // Whole tiles whose loads are in flight ahead of the one processed. Two ahead for 16-bit tiles
+  // spilled the third register set (each prefetch stored to local memory as it landed: a stall
+  // of a memory latency; bench/RESULTS.md).
+  constexpr int kAhead = 1;
   static_assert(E <= 32, "a lane's elements of a tile in one 32-bit mask");
   using Raw = RawN<In, VEC>;
   using Sm = core::ops::Softmax;
