@@ -224,7 +224,7 @@ ONORM_DEV void merge_tile(TopkWarpList& L, TopkWarpState& s, int k, const float*
   }
 }
 
-// The shared memory of a block: a list per warp, and the warps' scratch.
+// The shared memory of a block: a list per warp.
 template <int WARP, int BLOCK>
 struct TopkWarpShared {
   TopkWarpList lists[BLOCK / WARP];
@@ -232,10 +232,10 @@ struct TopkWarpShared {
 
 // A warp per row (a grid-stride loop over the rows). On NVIDIA, three blocks a multiprocessor for
 // 16-bit rows (80 registers: at 64 the merge spilled into the tile loop), two for f32 (95: at 80
-// the tile loop spilled). The whole tiles of an aligned row are
-// software-pipelined: a tile's 16-byte loads are issued (raw words) kAhead tiles before it is
-// processed, kAhead + 1 register sets rotating (a loop unrolled kAhead + 1 times). A partial last
-// tile and every tile of an unaligned row take load_items.
+// the tile loop spilled). The whole tiles of an aligned row are software-pipelined: a tile's
+// 16-byte loads are issued (raw words) kAhead tiles before it is processed, kAhead + 1 register
+// sets rotating (a loop unrolled kAhead + 1 times). A partial last tile and every tile of an
+// unaligned row take load_items.
 template <typename In, int WARP, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? (sizeof(In) == 4 ? 2 : 3) : 1))
     softmax_topk_warp_kernel(TopkArgs a) {
