@@ -319,8 +319,10 @@ TEST(DriverOps, SoftmaxTopk) {
 // `warp_spread` does for the warp kernel what `spread` does for the block's: the top k in the
 // first tile, m = ceil(k / W) in each of the first ceil(k / m) lanes (distinct values), so that
 // the tile's bound (the ceil(k / m)-th largest of the lanes' m-th largest) is the k-th itself.
+// `pos_inf` holds +inf at cols / 3 (and cols / 2): the softmax over the row is NaN (inf - inf),
+// the +inf columns come first.
 enum class TopkRow {
-  normal, constant, half_inf, all_inf, few_values, rising, outliers, nan, spread, late_kth, flood, warp_spread
+  normal, constant, half_inf, all_inf, few_values, rising, outliers, nan, spread, late_kth, flood, warp_spread, pos_inf
 };
 
 template <int W>
@@ -345,6 +347,7 @@ void run_topk_rows(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, con
         case TopkRow::rising: v = double(j) * 1e-3; break;
         case TopkRow::outliers: v = rng() % 1000 == 0 ? 50.0 + n01(rng) : n01(rng); break;
         case TopkRow::nan: if (j == cols / 3) v = kNaN; break;
+        case TopkRow::pos_inf: if (j == cols / 3 || j == cols / 2) v = kInf; break;
         case TopkRow::spread: {
           const int64_t vec = t == ONORM_F32 ? 4 : 8, warps = gpu::kTopkBlock / W, per_warp = (k + warps - 1) / warps;
           const int64_t thread = j / vec, warp = thread / W, lane = thread % W;
@@ -376,6 +379,12 @@ void run_topk_rows(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, con
   if (::testing::Test::HasFatalFailure()) return;
   for (int64_t i = 0; i < rows; ++i) {
     SCOPED_TRACE("row " + std::to_string(i) + " kind " + std::to_string(int(kinds[i])));
+    if (kinds[i] == TopkRow::pos_inf) {  // NaN values, renormalized too; the +inf columns first
+      EXPECT_EQ(idx[i * k], std::min(cols / 3, cols / 2));
+      if (k > 1 && cols / 3 != cols / 2) EXPECT_EQ(idx[i * k + 1], std::max(cols / 3, cols / 2));
+      for (int64_t s = 0; s < k; ++s) EXPECT_TRUE(std::isnan(v.get(i, s))) << "slot " << s;
+      continue;
+    }
     if (kinds[i] == TopkRow::nan) {
       std::set<int64_t> seen(idx.begin() + i * k, idx.begin() + (i + 1) * k);
       EXPECT_EQ(int64_t(seen.size()), k);
@@ -470,7 +479,7 @@ TEST(DriverOps, SoftmaxTopkWarpRows) {
   std::mt19937_64 rng(16);
   using R = TopkRow;
   const std::vector<R> all{R::normal, R::constant, R::half_inf, R::all_inf, R::few_values,
-                           R::rising, R::outliers, R::nan, R::warp_spread};
+                           R::rising, R::outliers, R::nan, R::warp_spread, R::pos_inf};
   for (int64_t cols : {1, 2, 31, 64, 511, 512, 513, 1025, 4097}) {
     for (int64_t k : {1, 2, 8, 31, 32, 33, 63, 64}) {
       if (k > cols) continue;
