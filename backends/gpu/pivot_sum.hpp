@@ -66,17 +66,14 @@ struct PivotSum {
 // exps in each of its log2(WARP) steps, which the common case does without).
 template <int WARP>
 ONORM_DEV core::MaxSum<double> warp_pivot_state(const PivotSum& p) {
+  const int lane = static_cast<int>(threadIdx.x) % WARP;
   const float q = p.s != 0.0f ? p.q : core::neg_infinity<float>();
-  float top = q;
-  for (int o = WARP / 2; o > 0; o >>= 1) top = shim::nan_max(top, shim::shfl_xor(top, o, WARP));
+  const float top = group_allreduce<WARP>(q, lane, MaxOp{});
   const double s = double(p.s) - double(p.c);
-  double d = p.s != 0.0f ? s * double(fast_exp(q - top)) : 0.0;
-  for (int o = WARP / 2; o > 0; o >>= 1) d += shim::shfl_xor(d, o, WARP);
+  const double d = group_allreduce<WARP>(p.s != 0.0f ? s * double(fast_exp(q - top)) : 0.0, lane, AddOp{});
   // (warp-uniform) a NaN or +inf top, or no terms; or a NaN or infinite sum somewhere
-  if (!(top > core::neg_infinity<float>() && top < -core::neg_infinity<float>()) || !(d < -core::neg_infinity<double>())) {
-    const int lane = static_cast<int>(threadIdx.x) % WARP;
+  if (!(top > core::neg_infinity<float>() && top < -core::neg_infinity<float>()) || !(d < -core::neg_infinity<double>()))
     return group_allreduce<WARP>(p.state(), lane, CombineOp<core::MaxSum<double>>{});
-  }
   return core::MaxSum<double>::of(double(top), d);
 }
 

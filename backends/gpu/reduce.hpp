@@ -22,6 +22,7 @@ struct Vals {
 };
 
 struct AddOp {
+  ONORM_DEV int operator()(int a, int b) const { return a + b; }
   ONORM_DEV float operator()(float a, float b) const { return a + b; }
   ONORM_DEV double operator()(double a, double b) const { return a + b; }
   template <typename T, int N>

@@ -154,14 +154,11 @@ __device__ __noinline__ TopkState settle(Sh& sh, const In* x, int64_t base, int 
   return s;
 }
 
-// The first tile's bound on a long row (k <= BLOCK): the lowest of the warps' j-th largest thread
-// maxima (a key), j = ceil(k / warps): each warp holds j elements at least that, k in all. The lanes' maxima sorted in each warp (a bitonic network of shuffles): no
-// block-wide select. Not inlined (as settle).
-template <int WARP, int BLOCK, typename Sh>
-__device__ __noinline__ uint32_t first_bound(Sh& sh, uint32_t max_key, int k) {
-  constexpr int kWarps = BLOCK / WARP;
-  const int lane = static_cast<int>(threadIdx.x) % WARP, warp = static_cast<int>(threadIdx.x) / WARP;
-  uint32_t x = max_key;
+// x sorted descending over the warp's lanes (a bitonic network of shuffles): lane i gets the
+// (i+1)-th largest. Every lane calls it.
+template <int WARP>
+ONORM_DEV uint32_t warp_sort_descending(uint32_t x) {
+  const int lane = static_cast<int>(threadIdx.x) % WARP;
   for (int size = 2; size <= WARP; size <<= 1)
     for (int stride = size / 2; stride > 0; stride >>= 1) {
       const uint32_t y = static_cast<uint32_t>(shim::shfl_xor(static_cast<int64_t>(x), stride, WARP));
@@ -169,6 +166,17 @@ __device__ __noinline__ uint32_t first_bound(Sh& sh, uint32_t max_key, int k) {
       const bool earlier = (lane & stride) == 0;   // the pair's first place
       x = earlier == descending ? (x > y ? x : y) : (x < y ? x : y);
     }
+  return x;
+}
+
+// The first tile's bound on a long row (k <= BLOCK): the lowest of the warps' j-th largest thread
+// maxima (a key), j = ceil(k / warps): each warp holds j elements at least that, k in all. The lanes' maxima sorted in each warp (a bitonic network of shuffles): no
+// block-wide select. Not inlined (as settle).
+template <int WARP, int BLOCK, typename Sh>
+__device__ __noinline__ uint32_t first_bound(Sh& sh, uint32_t max_key, int k) {
+  constexpr int kWarps = BLOCK / WARP;
+  const int lane = static_cast<int>(threadIdx.x) % WARP, warp = static_cast<int>(threadIdx.x) / WARP;
+  const uint32_t x = warp_sort_descending<WARP>(max_key);
   const int j = (k + kWarps - 1) / kWarps;
   if (lane == j - 1) sh.hist[warp] = x;  // the buffer's scratch is free in the first tile
   shim::sync_threads();
@@ -189,6 +197,15 @@ ONORM_DEV core::ops::Softmax::Coefs<float> topk_coefs(const TopkArgs& a, float t
   if (!core::is_nan(ms.m) && !core::is_nan(ms.d) && !ms.is_identity())
     ms = core::MaxSum<double>::of(double(top), ms.d * core::exp_of(ms.m - double(top)));
   return Sm::narrow(Sm::coefs(ms, Sm::Params{}, ok));
+}
+
+// Entry i of a row's top k (key and column) stored: its value (Softmax::finish with cf) and
+// its column.
+ONORM_DEV void store_topk_entry(const TopkArgs& a, int64_t row, int i, const core::ops::Softmax::Coefs<float>& cf,
+                                uint32_t key, int64_t col) {
+  const float v = value_of_key(key);
+  store_dtype(a.values, a.values_dtype, row * a.values_stride + i, core::ops::Softmax::finish(GpuMath{}, cf, &v, &v));
+  a.indices[row * a.k + i] = col;
 }
 
 // The row's end: the buffer brought to the top k, sorted (a short tail merged; else compacted by
@@ -218,11 +235,7 @@ __device__ __noinline__ void finish_row(Sh& sh, const TopkArgs& a, int64_t row, 
     d = block_allreduce<WARP, BLOCK>(d, sh.sums, AddOp{});
   }
   const Sm::Coefs<float> cf = topk_coefs(a, top, d, ms);
-  for (int i = tid; i < k; i += BLOCK) {
-    const float v = value_of_key(sh.keys[i]);
-    store_dtype(a.values, a.values_dtype, row * a.values_stride + i, Sm::finish(m, cf, &v, &v));
-    a.indices[row * a.k + i] = sh.cols[i];
-  }
+  for (int i = tid; i < k; i += BLOCK) store_topk_entry(a, row, i, cf, sh.keys[i], sh.cols[i]);
   if (tid == 0) sh.count = 0;  // (read before the caller's barrier)
 }
 

@@ -53,36 +53,10 @@ struct TopkWarpFilter {
   int32_t col = -1;
 
   ONORM_DEV bool pass(uint32_t k, int32_t c) const { return core::ops::SoftmaxTopk::before(k, c, key, col); }
-  // A float f with !(v < f) for every value that passes (NaN included); at most +inf (a NaN
-  // k-th lets only NaNs, +inf's key and above, near the test).
-  ONORM_DEV float floor() const {
-    return key == 0u ? core::neg_infinity<float>() : value_of_key(key < 0xff800000u ? key : 0xff800000u);
-  }
+  // A float f with !(v < f) for every value that passes (NaN included): TopkFilter's, whose
+  // ties pass too (here the lower columns'); key 0's is a NaN, which every value passes.
+  ONORM_DEV float floor() const { return TopkFilter{key, true, 0, 0}.floor(); }
 };
-
-// The largest of the warp's x where only lanes below j count: the j-th largest of all once x is
-// sorted descending over the lanes.
-template <int WARP>
-ONORM_DEV uint32_t warp_sort_descending(uint32_t x) {
-  const int lane = static_cast<int>(threadIdx.x) % WARP;
-  for (int size = 2; size <= WARP; size <<= 1)
-    for (int stride = size / 2; stride > 0; stride >>= 1) {
-      const uint32_t y = static_cast<uint32_t>(shim::shfl_xor(static_cast<int64_t>(x), stride, WARP));
-      const bool descending = (lane & size) == 0;
-      const bool earlier = (lane & stride) == 0;
-      x = earlier == descending ? (x > y ? x : y) : (x < y ? x : y);
-    }
-  return x;
-}
-
-template <int WARP>
-ONORM_DEV uint32_t warp_min(uint32_t x) {
-  for (int o = WARP / 2; o > 0; o >>= 1) {
-    const uint32_t y = static_cast<uint32_t>(shim::shfl_xor(static_cast<int64_t>(x), o, WARP));
-    x = y < x ? y : x;
-  }
-  return x;
-}
 
 // A key that k of the warp's candidates (the values v[e] where bit e of mask) are at least: the
 // ceil(k / m)-th largest of the lanes' m-th largest candidate keys (0 where a lane has fewer
@@ -105,7 +79,8 @@ ONORM_DEV uint32_t tile_bound(const float* v, uint32_t mask, int k) {
   const int j = (k + m - 1) / m;
   const uint32_t sorted = warp_sort_descending<WARP>(m == 1 ? first : second);
   const int lane = static_cast<int>(threadIdx.x) % WARP;
-  return warp_min<WARP>(lane < j ? sorted : ~0u);
+  // The lowest of the first j lanes' keys: lane j - 1's.
+  return group_allreduce<WARP>(lane < j ? sorted : ~0u, lane, [](uint32_t x, uint32_t y) { return x < y ? x : y; });
 }
 
 // Merges a batch (this lane's candidate (key, col) where `has`; the batch's lanes in `batch`)
@@ -167,7 +142,7 @@ ONORM_DEV int merge_batch(TopkWarpList& L, int n, int k, uint32_t key, int32_t c
 struct TopkWarpState {
   int n = 0;
   TopkWarpFilter f;
-  float lo = core::neg_infinity<float>();  // f.floor()
+  float lo = f.floor();
 };
 
 // The tile's elements v[e] (columns col(e); from cols on, padding) that pass the filter, merged
@@ -186,8 +161,7 @@ ONORM_DEV void merge_tile(TopkWarpList& L, TopkWarpState& s, int k, const float*
 #pragma unroll
     for (int e = 0; e < E; ++e)
       if (col(e) >= cols) mask &= ~(1u << e);  // padding is no element
-    int many = shim::popc64(mask);
-    for (int o = WARP / 2; o > 0; o >>= 1) many += static_cast<int>(shim::shfl_xor(static_cast<int64_t>(many), o, WARP));
+    const int many = group_allreduce<WARP>(shim::popc64(mask), static_cast<int>(threadIdx.x) % WARP, AddOp{});
     if (many > kTopkWarpBoundAt) {
       // k elements of the tile (candidates or not) are at least the bound: below it, none is
       // in the row's top k.
@@ -307,11 +281,7 @@ __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? (sizeof(In) 
       d = group_allreduce<WARP>(d, lane, AddOp{});
     }
     const Sm::Coefs<float> cf = topk_coefs(a, top, d, ms);
-    for (int i = lane; i < k; i += WARP) {
-      const float v = value_of_key(L.keys[i]);
-      store_dtype(a.values, a.values_dtype, row * a.values_stride + i, Sm::finish(m, cf, &v, &v));
-      a.indices[row * a.k + i] = L.cols[i];
-    }
+    for (int i = lane; i < k; i += WARP) store_topk_entry(a, row, i, cf, L.keys[i], L.cols[i]);
     shim::sync_warp();  // the list's reads before the next row's merges
   }
 }
