@@ -163,7 +163,10 @@ TEST_P(SoftmaxTopk, WarpAndBlockRowsOnGpus) {
   struct Shape {
     int64_t rows, cols, k;
   };
-  const Shape shapes[] = {{40000, 256, 8}, {3000, 4096, 64}, {300, 32768, 8}, {200, 65536, 64}, {100, 65537, 8}};
+  // Past 65536 columns the warp kernel's sliced rows (2, 4, 8 warps a row), then the block kernel.
+  const Shape shapes[] = {{40000, 256, 8},   {3000, 4096, 64}, {300, 32768, 8},  {200, 65536, 64},
+                          {100, 65537, 8},   {50, 131072, 64}, {30, 262143, 8},  {12, 524288, 64},
+                          {5, 524289, 8}};
   for (const Shape& sh : shapes)
     for (onorm_dtype xt : io_dtypes()) {
       Problem p;

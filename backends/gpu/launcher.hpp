@@ -100,7 +100,10 @@ class Launcher {
   }
   template <typename In, int W>
   onorm_status softmax_topk_warp(unsigned grid, const TopkArgs& a) {
-    softmax_topk_warp_kernel<In, W, kTopkWarpBlock><<<grid, kTopkWarpBlock, 0, rt_.stream()>>>(a);
+    if (a.slices > 1)
+      softmax_topk_warp_kernel<In, W, kTopkWarpBlock, true><<<grid, kTopkWarpBlock, 0, rt_.stream()>>>(a);
+    else
+      softmax_topk_warp_kernel<In, W, kTopkWarpBlock, false><<<grid, kTopkWarpBlock, 0, rt_.stream()>>>(a);
     return rt_.check("softmax top-k (a warp per row) launch");
   }
   template <typename R, int W, int BLOCK>

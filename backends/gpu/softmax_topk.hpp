@@ -58,6 +58,7 @@ struct TopkArgs {
   int64_t* indices;
   int64_t rows, cols, k;
   int renormalize;
+  int slices;  // the warp kernel's warps a row (softmax_topk_plan.hpp)
 };
 
 // The shared memory of a block's row.
@@ -269,7 +270,7 @@ __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 4 : 1)) soft
   shim::sync_threads();
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const In* x = static_cast<const In*>(a.x) + row * a.x_stride;
-    PivotSum sum;
+    PivotSumOf<false> sum;
     TopkState s{0u, 0};  // every key is above 0
     float lo = s.floor();
     int count = 0;

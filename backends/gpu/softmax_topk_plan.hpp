@@ -1,8 +1,10 @@
-// Which softmax top-k kernel takes a request (shared by CUDA and HIP): a warp per row
-// (softmax_topk_warp.hpp) for rows of up to kTopkWarpMaxCols columns and k up to kTopkWarpMaxK,
-// else a block per row (softmax_topk.hpp). The choice depends on the row's width and k alone
-// (a row's results may not depend on how many rows the call has).
+// Which softmax top-k kernel takes a request (shared by CUDA and HIP): for k up to kTopkWarpMaxK
+// a warp per row (softmax_topk_warp.hpp), or per slice of kTopkWarpMaxCols columns at most (up to
+// a block's warps a row); else a block per row (softmax_topk.hpp). The choice depends on the
+// row's width and k alone (a row's results may not depend on how many rows the call has).
 #pragma once
+
+#include <algorithm>
 
 #include "softmax_topk.hpp"
 #include "softmax_topk_warp.hpp"
@@ -10,8 +12,6 @@
 
 namespace onorm {
 namespace gpu {
-
-constexpr int64_t kTopkWarpMaxCols = 65536;
 
 // The kernels' arguments of a validated request.
 inline TopkArgs topk_args(const onorm_request& q) {
@@ -28,7 +28,24 @@ inline TopkArgs topk_args(const onorm_request& q) {
   a.cols = x.cols;
   a.k = q.k;
   a.renormalize = q.renormalize;
+  a.slices = 1;
   return a;
+}
+
+// Eight slices a row only up to this k: the first warp's merge of seven lists of k entries (and
+// the row's wait on its slowest warp) made 512 x 524288 with k = 64 slower than the block
+// kernel (bf16 37 / 45%, f32 73 / 81% of the read bandwidth; k = 8: 82 / 70, 98 / 93).
+constexpr int64_t kTopkWarpEightSlicesMaxK = 8;
+
+// The warp kernel's warps a row: the fewest, a power of two, whose slices have at most
+// kTopkWarpMaxCols columns; 0 where k or the row is too large for it (the block kernel).
+template <int WARP>
+int topk_warp_slices(int64_t cols, int64_t k) {
+  if (k > kTopkWarpMaxK) return 0;
+  const int most = k <= kTopkWarpEightSlicesMaxK ? kTopkWarpBlock / WARP : std::min(4, kTopkWarpBlock / WARP);
+  int s = 1;
+  while (s * kTopkWarpMaxCols < cols && s < most) s *= 2;
+  return s * kTopkWarpMaxCols >= cols ? s : 0;
 }
 
 // Runs a validated softmax top-k request with k <= SoftmaxTopk::kGpuMaxK on warp width WARP
@@ -36,10 +53,11 @@ inline TopkArgs topk_args(const onorm_request& q) {
 template <int WARP, typename L>
 onorm_status run_softmax_topk(L& l, const onorm_request& q) {
   const onorm_rows& x = q.in[0];
-  const TopkArgs a = topk_args(q);
-  const bool warp_rows = a.k <= kTopkWarpMaxK && a.cols <= kTopkWarpMaxCols;
-  constexpr int64_t kWarpsPerBlock = kTopkWarpBlock / WARP;
-  const int64_t blocks = warp_rows ? (a.rows + kWarpsPerBlock - 1) / kWarpsPerBlock : a.rows;
+  TopkArgs a = topk_args(q);
+  a.slices = topk_warp_slices<WARP>(a.cols, a.k);
+  const bool warp_rows = a.slices > 0;
+  const int64_t rows_per_block = warp_rows ? kTopkWarpBlock / WARP / a.slices : 1;
+  const int64_t blocks = (a.rows + rows_per_block - 1) / rows_per_block;
   const unsigned grid = row_blocks(blocks, l.caps().sms);
   return visit_dtype(
       x.dtype,

@@ -30,6 +30,8 @@
 //   warp_ballot(p)                  the warp's lanes where p is non-zero, as bits of a uint64_t
 //                                   (lane i: bit i); every lane of the warp calls it.
 //   popc64(m), lowest_bit64(m)      set bits of m; the index of its lowest set bit (m != 0).
+//   popc32(m), lowest_bit32(m)      the same on a uint32_t (a 32-lane warp's ballot).
+//   atomic_max_u64(p, v)            *p = max(*p, v) atomically (p in shared memory).
 //   sync_threads_or(p)              block barrier that returns whether p was non-zero in any thread.
 //   ONORM_DYNAMIC_SMEM(name)        declares `unsigned char* name`-like access to the block's
 //                                   dynamic shared memory (16-byte aligned).
@@ -111,6 +113,11 @@ ONORM_DEV uint64_t warp_ballot(int p) { return static_cast<uint64_t>(__ballot(p)
 #endif
 ONORM_DEV int popc64(uint64_t m) { return __popcll(m); }
 ONORM_DEV int lowest_bit64(uint64_t m) { return __ffsll(static_cast<unsigned long long>(m)) - 1; }
+ONORM_DEV int popc32(uint32_t m) { return __popc(m); }
+ONORM_DEV int lowest_bit32(uint32_t m) { return __ffs(m) - 1; }
+ONORM_DEV void atomic_max_u64(uint64_t* p, uint64_t v) {
+  atomicMax(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
 // Asynchronous global -> shared copies (here synchronous; a HIP branch may do better).
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) {
   *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
@@ -191,6 +198,11 @@ ONORM_DEV uint32_t shfl_idx(uint32_t v, int src, int w) { return __shfl_sync(0xf
 ONORM_DEV uint64_t warp_ballot(int p) { return __ballot_sync(0xffffffffu, p); }
 ONORM_DEV int popc64(uint64_t m) { return __popcll(m); }
 ONORM_DEV int lowest_bit64(uint64_t m) { return __ffsll(static_cast<long long>(m)) - 1; }
+ONORM_DEV int popc32(uint32_t m) { return __popc(m); }
+ONORM_DEV int lowest_bit32(uint32_t m) { return __ffs(static_cast<int>(m)) - 1; }
+ONORM_DEV void atomic_max_u64(uint64_t* p, uint64_t v) {
+  atomicMax(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
 // Asynchronous 16-byte global -> shared copy (cp.async, sm_80+), grouped by commit; wait<N>
 // returns when at most N of this thread's groups are still in flight.
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) {

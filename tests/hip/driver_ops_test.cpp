@@ -71,7 +71,9 @@ class DriverLauncher : public onorm_sim_test::SimKernels {
   }
   template <typename In, int W>
   onorm_status softmax_topk_warp(unsigned grid, const gpu::TopkArgs& a) {
-    return run(grid, 1, gpu::kTopkWarpBlock, [a] { gpu::softmax_topk_warp_kernel<In, W, gpu::kTopkWarpBlock>(a); });
+    if (a.slices > 1)
+      return run(grid, 1, gpu::kTopkWarpBlock, [a] { gpu::softmax_topk_warp_kernel<In, W, gpu::kTopkWarpBlock, true>(a); });
+    return run(grid, 1, gpu::kTopkWarpBlock, [a] { gpu::softmax_topk_warp_kernel<In, W, gpu::kTopkWarpBlock, false>(a); });
   }
   std::string errors() const {
     std::string s;
@@ -493,6 +495,19 @@ TEST(DriverOps, SoftmaxTopkWarpRows) {
     run_topk_rows<32>(ONORM_BF16, gpu::kTopkWarpMaxCols, k, false, wide, rng, 0);
     run_topk_rows<64>(ONORM_F32, gpu::kTopkWarpMaxCols - 3, k, k == 8, wide, rng, 1);
   }
+}
+
+// Rows past kTopkWarpMaxCols in slices, a warp each (two and four a row; eight on 32-lane warps):
+// the shared filter, the first warp's merge of the lists and sums; slices' last tiles partial.
+TEST(DriverOps, SoftmaxTopkSlicedRows) {
+  std::mt19937_64 rng(17);
+  using R = TopkRow;
+  const std::vector<R> wide{R::normal, R::late_kth, R::flood, R::rising, R::warp_spread, R::nan, R::outliers};
+  for (int64_t k : {1, 8, 64}) {
+    run_topk_rows<32>(ONORM_BF16, gpu::kTopkWarpMaxCols + 1, k, k == 8, wide, rng, 0);
+    run_topk_rows<64>(ONORM_F32, 3 * gpu::kTopkWarpMaxCols + 5, k, false, wide, rng, 1);
+  }
+  run_topk_rows<32>(ONORM_F16, 7 * gpu::kTopkWarpMaxCols + 9, 8, false, {R::normal, R::late_kth, R::rising}, rng, 0);
 }
 
 // 2^24 + 3 columns: 4096 tiles a thread, summed in float (softmax_topk.hpp, TopkSum) within

@@ -73,6 +73,12 @@ ONORM_DEV uint32_t shfl_idx(uint32_t v, int src, int w) {
 ONORM_DEV uint64_t warp_ballot(int p) { return ::onorm_sim::ballot_sync(full_warp_mask(), p != 0); }
 ONORM_DEV int popc64(uint64_t m) { return __builtin_popcountll(m); }
 ONORM_DEV int lowest_bit64(uint64_t m) { return __builtin_ctzll(m); }
+ONORM_DEV int popc32(uint32_t m) { return __builtin_popcount(m); }
+ONORM_DEV int lowest_bit32(uint32_t m) { return __builtin_ctz(m); }
+// One fiber runs at a time, switching only at collectives: a plain max is atomic.
+ONORM_DEV void atomic_max_u64(uint64_t* p, uint64_t v) {
+  if (v > *p) *p = v;
+}
 // Synchronous, as in the HIP branch.
 ONORM_DEV void cp_async_16(void* smem, const void* gmem) { std::memcpy(smem, gmem, 16); }
 ONORM_DEV void cp_async_commit() {}
