@@ -118,13 +118,13 @@ ONORM_DEV uint32_t tile_bound(const float* v, uint32_t mask, int k) {
 // Ranks are counts, one batch member at a time (broadcast from its lane): the list entries
 // before it (a ballot over the lanes' entries: its rank in the list, kept by its own lane), and
 // for each lane's candidate and entries whether the member comes before them. Members and
-// entries have distinct columns: exactly one of each pair comes first.
-template <int WARP>
+// entries have distinct columns: exactly one of each pair comes first. R: entries a lane holds
+// (n <= R * WARP; the caller's choice, so that lists of up to a warp pay for one).
+template <int WARP, int R>
 ONORM_DEV int merge_batch(TopkWarpList& L, int n, int k, uint32_t key, int32_t col, bool has,
                           typename LaneBits<WARP>::T batch) {
   using Topk = core::ops::SoftmaxTopk;
   using Lanes = LaneBits<WARP>;
-  constexpr int R = kTopkWarpMaxK / WARP > 0 ? kTopkWarpMaxK / WARP : 1;
   const int lane = static_cast<int>(threadIdx.x) % WARP;
   // The list's entries this lane moves: lane + r * WARP.
   uint32_t lk[R];
@@ -189,7 +189,10 @@ struct TopkWarpState {
 template <int WARP>
 ONORM_DEV void merge_into(TopkWarpList& L, TopkWarpState& s, int k, uint32_t key, int32_t col, bool has,
                           typename LaneBits<WARP>::T batch, uint64_t* row_floor) {
-  s.n = merge_batch<WARP>(L, s.n, k, key, col, has, batch);
+  constexpr int R = kTopkWarpMaxK > WARP ? (kTopkWarpMaxK + WARP - 1) / WARP : 1;
+  static_assert(R <= 2, "merge_into takes lists of up to two entries a lane");
+  s.n = s.n <= WARP || R == 1 ? merge_batch<WARP, 1>(L, s.n, k, key, col, has, batch)
+                              : merge_batch<WARP, R>(L, s.n, k, key, col, has, batch);
   if (s.n == k) {
     const TopkWarpFilter kth{L.keys[k - 1], L.cols[k - 1]};
     if (row_floor == nullptr) {  // the k-th only rises
