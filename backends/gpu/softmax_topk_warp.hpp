@@ -210,7 +210,8 @@ ONORM_DEV void merge_into(TopkWarpList& L, TopkWarpState& s, int k, uint32_t key
 // to its bound. Every lane calls it (where some lane's tile max passed the floor). The exact
 // test (key and column) runs on the elements at or above the floor only, as each lane takes its
 // next; a float compare an element picks those, and value(e) reads it back from shared memory
-// (v[e] at a run-time e would cost a select per element).
+// (v[e] at a run-time e would cost a select per element). row_floor: a sliced row's shared
+// filter (merge_into), else null.
 template <int WARP, int E, typename Col, typename Value>
 ONORM_DEV void merge_tile(TopkWarpList& L, TopkWarpState& s, int k, const float* v, Col col, int64_t cols,
                           Value value, uint64_t* row_floor) {
@@ -316,7 +317,6 @@ __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 4 : 1)) soft
     TopkWarpState s;
     int base = begin;
     auto col = [&](int e) { return int64_t(base + (lane + (e / VEC) * WARP) * VEC + e % VEC); };
-    // A tile's elements: the sum, and the filter (a merge where some lane's max passes it).
     // Whether some lane's tile max r1 passes the filter; in a sliced row, once it passes this
     // warp's own, the row's shared one (read only then: most tiles pass neither).
     auto passes = [&](float r1) {
@@ -325,6 +325,7 @@ __global__ void __launch_bounds__(BLOCK, (shim::kCudaRegisterCaps ? 4 : 1)) soft
       s.raise(TopkWarpFilter::of_packed(*static_cast<volatile uint64_t*>(&sh.floors[group])));
       return shim::warp_ballot(!(r1 < s.lo)) != 0u;
     };
+    // A tile's elements: the sum, and the filter (a merge where some lane's max passes it).
     auto tile = [&](const float* v, auto value) {
       const float r1 = tile_max<E>(v);
       if (passes(r1)) merge_tile<WARP, E>(L, s, k, v, col, end, value, kSliced ? &sh.floors[group] : nullptr);
