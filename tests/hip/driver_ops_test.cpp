@@ -322,9 +322,13 @@ TEST(DriverOps, SoftmaxTopk) {
 // first tile, m = ceil(k / W) in each of the first ceil(k / m) lanes (distinct values), so that
 // the tile's bound (the ceil(k / m)-th largest of the lanes' m-th largest) is the k-th itself.
 // `pos_inf` holds +inf at cols / 3 (and cols / 2): the softmax over the row is NaN (inf - inf),
-// the +inf columns come first.
+// the +inf columns come first. `offset` is normal about 1e6, where the sum's one-FMA terms carry
+// a unit of 2^rq up to 2^(1/16) away from exp's (pivot_sum.hpp: taken back at the end);
+// `straddle` rises by 48 over the row about gpu::kPivotScaledMax, so that a lane's pivot moves
+// from those terms to fast_exp's in mid row (f32 rows: 16-bit ones round them to few values).
 enum class TopkRow {
-  normal, constant, half_inf, all_inf, few_values, rising, outliers, nan, spread, late_kth, flood, warp_spread, pos_inf
+  normal, constant, half_inf, all_inf, few_values, rising, outliers, nan, spread, late_kth, flood, warp_spread, pos_inf,
+  offset, straddle
 };
 
 template <int W>
@@ -350,6 +354,8 @@ void run_topk_rows(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, con
         case TopkRow::outliers: v = rng() % 1000 == 0 ? 50.0 + n01(rng) : n01(rng); break;
         case TopkRow::nan: if (j == cols / 3) v = kNaN; break;
         case TopkRow::pos_inf: if (j == cols / 3 || j == cols / 2) v = kInf; break;
+        case TopkRow::offset: v += 1e6; break;
+        case TopkRow::straddle: v = double(gpu::kPivotScaledMax) + 48.0 * (double(j) / double(cols) - 0.5) + 0.25 * v; break;
         case TopkRow::spread: {
           const int64_t vec = t == ONORM_F32 ? 4 : 8, warps = gpu::kTopkBlock / W, per_warp = (k + warps - 1) / warps;
           const int64_t thread = j / vec, warp = thread / W, lane = thread % W;
@@ -495,6 +501,10 @@ TEST(DriverOps, SoftmaxTopkWarpRows) {
     run_topk_rows<32>(ONORM_BF16, gpu::kTopkWarpMaxCols, k, false, wide, rng, 0);
     run_topk_rows<64>(ONORM_F32, gpu::kTopkWarpMaxCols - 3, k, k == 8, wide, rng, 1);
   }
+  for (int64_t cols : {3000, 20000}) {
+    run_topk_rows<32>(ONORM_F32, cols, 8, false, {R::straddle, R::offset, R::normal}, rng, 0);
+    run_topk_rows<64>(ONORM_F32, cols, 8, false, {R::straddle, R::offset, R::normal}, rng, 1);
+  }
 }
 
 // Rows past kTopkWarpMaxCols in slices, a warp each (two and four a row; eight on 32-lane warps):
@@ -507,6 +517,7 @@ TEST(DriverOps, SoftmaxTopkSlicedRows) {
     run_topk_rows<32>(ONORM_BF16, gpu::kTopkWarpMaxCols + 1, k, k == 8, wide, rng, 0);
     run_topk_rows<64>(ONORM_F32, 3 * gpu::kTopkWarpMaxCols + 5, k, false, wide, rng, 1);
   }
+  run_topk_rows<32>(ONORM_F32, 2 * gpu::kTopkWarpMaxCols + 3, 8, false, {R::straddle, R::offset}, rng, 1);
   run_topk_rows<32>(ONORM_F16, 7 * gpu::kTopkWarpMaxCols + 9, 8, false, {R::normal, R::late_kth, R::rising}, rng, 0);
 }
 
