@@ -26,7 +26,7 @@ constexpr float kPivotRebase = 16.0f;
 // e), qs = float(q L), is exp(x - q) 2^rq, rq = q L - qs (exact: a product's rounding error is
 // a float). The exponent is rounded once, as fast_exp's (x - q) L (whose x - q rounds too).
 // Below 2^23 / L, |rq| <= 1/4: terms stay under 2^24. Such a pivot's sum is kept in those
-// units, 2^rq times exp's, and converted where the pivot moves and at the end (unscale);
+// units, 2^rq times exp's, and converted where the pivot moves and at the end (unit);
 // larger pivots, and -FLT_MAX and NaN, take fast_exp(x - q). The state stays three floats (the
 // block kernels hold it across their tile loops). kFmaTerms false: every pivot takes fast_exp
 // (softmax_topk_kernel: at its 64 registers the FMA form's live values spilled in the tile loop).
