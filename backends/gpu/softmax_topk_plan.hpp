@@ -32,9 +32,9 @@ inline TopkArgs topk_args(const onorm_request& q) {
   return a;
 }
 
-// Eight slices a row only up to this k: the first warp's merge of seven lists of k entries (and
-// the row's wait on its slowest warp) made 512 x 524288 with k = 64 slower than the block
-// kernel (bf16 37 / 45%, f32 73 / 81% of the read bandwidth; k = 8: 82 / 70, 98 / 93).
+// Eight slices a row only up to this k: past it, the first warp's merge of seven lists of k
+// entries (and the row's wait on its slowest warp) cost more than the block kernel
+// (bench/RESULTS.md, "long rows in slices of a warp").
 constexpr int64_t kTopkWarpEightSlicesMaxK = 8;
 
 // The warp kernel's warps a row: the fewest, a power of two, whose slices have at most

@@ -13,7 +13,8 @@
 //      elements that come before its k-th entry (the filter: one compare of the tile's max with
 //      the k-th's value in the common case, then the exact test) are merged into it a batch at
 //      a time, a batch holding each lane's next candidate: every entry moves to its rank (the
-//      entries before it in the list and those of the batch, counted over the lanes: merge_batch). Where a tile holds more than kTopkWarpBoundAt candidates (the
+//      entries before it in the list and those of the batch, counted over the lanes:
+//      merge_batch). Where a tile holds more than kTopkWarpBoundAt candidates (the
 //      row's first tile, rising rows), they are first cut to those at least the tile's bound:
 //      the ceil(k / m)-th largest of the lanes' m-th largest keys, m = ceil(k / WARP) (k of
 //      the tile's elements are at least that);
