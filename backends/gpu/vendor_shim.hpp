@@ -34,7 +34,10 @@
 //   atomic_max_u64(p, v)            *p = max(*p, v) atomically (p in shared memory).
 //   sync_threads_or(p)              block barrier that returns whether p was non-zero in any thread.
 //   ONORM_DYNAMIC_SMEM(name)        declares `unsigned char* name`-like access to the block's
-//                                   dynamic shared memory (16-byte aligned).
+//                                   dynamic shared memory (16-byte aligned; on CUDA on a 128-byte
+//                                   line: ptxas pads the static arrays before it, and stages the
+//                                   copy engine fills off a line cost up to 9 points,
+//                                   bench/RESULTS.md).
 //   cp_async_16(smem, gmem), cp_async_commit(), cp_async_wait<N>()
 //                                   16-byte global -> shared copies in commit groups; wait<N>
 //                                   leaves at most N groups in flight (may be synchronous).
@@ -134,7 +137,7 @@ template <int N> ONORM_DEV void cp_async_wait() {}
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define ONORM_DEV __device__ __forceinline__
-#define ONORM_DYNAMIC_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#define ONORM_DYNAMIC_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
 namespace onorm {
 namespace gpu {
 namespace shim {
