@@ -8,7 +8,9 @@
 //   cluster_stream_kernel  a resident grid of clusters, each walking rows: the copy engine
 //                          brings a block's slice of the next row into shared memory while
 //                          the block reduces, merges and writes the current one (rows whose
-//                          inputs start on 16 bytes and whose bytes are a multiple of 16).
+//                          inputs start on 16 bytes and whose bytes are a multiple of 16);
+//                          the block's slice of gamma waits in shared memory for every row
+//                          (read once per block, not once per row from L2).
 // A register prefetch of the next row measured slower (twice the registers, fewer blocks
 // resident; bench/cuda/NOTES.md); the shared-memory stage costs no registers.
 // The norms' options (RowOptions) as in the register rows: the residual added as the slice
@@ -121,12 +123,15 @@ constexpr int cluster_min_blocks() {
 
 // The slice [col0, col0 + n) of the j-th row of this block (`row`) once loaded into v: its
 // passes, the cluster's merge, the finish and the stores. `merged`: the row's state, shared.
-template <typename R, int WARP, int ITEMS, int BLOCK>
+// `staged`: the column vectors the finish reads (RowArgs::col), this slice's alone (from column
+// 0) where kColsStaged, else a's.
+template <typename R, int WARP, int ITEMS, int BLOCK, bool kColsStaged = false>
 __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::SplitArgs& s, int64_t row,
                                             uint32_t j, int64_t col0, int n, int lane,
                                             float (&v)[R::Op::kInputs][ITEMS * R::kVec],
                                             gpu::Scratch<typename R::Op, WARP, BLOCK>& scratch,
-                                            Mailbox<typename R::Op::Merged>& mail, typename R::Op::Merged& merged) {
+                                            Mailbox<typename R::Op::Merged>& mail, typename R::Op::Merged& merged,
+                                            const gpu::RowArgs& staged) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   using Op = typename R::Op;
@@ -139,7 +144,7 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
   if constexpr (R::kOptions) {
     if (a.opt.res) gpu::add_residual<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
   }
-  if (s.prefetch_cols) prefetch_cols<R, ITEMS, BLOCK>(a, col0, n, lane);
+  if (!kColsStaged && s.prefetch_cols) prefetch_cols<R, ITEMS, BLOCK>(a, col0, n, lane);
   const gpu::ChunkStats<Op> cs = gpu::slice_passes<R, WARP, ITEMS, BLOCK>(v, n, lane, scratch);
   if (threadIdx.x < K) {  // thread t delivers this block's state to block t
     const S mine = cs.merged();
@@ -168,7 +173,8 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
       return;
     }
   }
-  gpu::slice_finish<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, cf, cs, rank == 0);
+  gpu::slice_finish_values<R, ITEMS, BLOCK>(staged, row, kColsStaged ? 0 : col0, n, lane, v, cf, cs, rank == 0);
+  gpu::store_any<R, ITEMS, BLOCK>(a, row, col0, n, lane, v[0]);
 #endif
 }
 
@@ -190,11 +196,49 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, BLOCK>())) clust
   float v[Op::kInputs][ITEMS * R::kVec];
   gpu::load_inputs<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
   bulk::cluster_wait();  // every block's barriers are ready for the stores
-  cluster_row<R, WARP, ITEMS, BLOCK>(a, s, row, 0, col0, n, lane, v, scratch, mail, merged);
+  cluster_row<R, WARP, ITEMS, BLOCK>(a, s, row, 0, col0, n, lane, v, scratch, mail, merged, a);
 #endif
 }
 
+// Bytes of a shared-memory slice of `chunk` elements of T, rounded to a 128-byte line (the
+// stream kernel's stage, then its column vectors' slices).
+template <typename T>
+__host__ __device__ constexpr size_t stream_slice_bytes(int64_t chunk) {
+  return (static_cast<size_t>(chunk) * sizeof(T) + 127) / 128 * 128;
+}
+// The stream kernel's dynamic shared memory: the stage and, for ops with column vectors
+// (gamma, beta), the block's slice of each, read from there by every row the cluster streams.
+template <typename R>
+__host__ __device__ constexpr size_t stream_smem_bytes(int64_t chunk) {
+  return stream_slice_bytes<typename R::In>(chunk) * size_t(1 + R::Op::kCols);
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Copies the block's slice [col0, col0 + n) of each given column vector into shared memory at
+// `dst` (stream_slice_bytes apart) and returns the RowArgs whose col[q] point there.
+template <typename R, int BLOCK>
+__device__ __forceinline__ gpu::RowArgs stage_columns(const gpu::RowArgs& a, int64_t col0, int n, unsigned char* dst,
+                                                      int64_t chunk) {
+  using In = typename R::In;
+  gpu::RowArgs c = a;
+#pragma unroll
+  for (int q = 0; q < R::Op::kCols; ++q) {
+    if (!a.col[q]) continue;
+    In* to = reinterpret_cast<In*>(dst + q * stream_slice_bytes<In>(chunk));
+    const In* from = static_cast<const In*>(a.col[q]) + col0;
+    if (a.col_vec) {  // n is a multiple of the vector width (stream_rows)
+      constexpr int V = 16 / sizeof(In);
+      for (int i = threadIdx.x; i < n / V; i += BLOCK)
+        reinterpret_cast<gpu::shim::Vec16*>(to)[i] = reinterpret_cast<const gpu::shim::Vec16*>(from)[i];
+    } else {
+      for (int i = threadIdx.x; i < n; i += BLOCK) to[i] = from[i];
+    }
+    c.col[q] = to;
+  }
+  c.col_vec = 1;  // the slices start on a line
+  return c;
+}
+
 // Thread 0: the copy of `row`'s slice into the stage, landing on `landed`.
 template <typename R>
 __device__ __forceinline__ void stage_slice(const gpu::RowArgs& a, int64_t row, int64_t col0, int n,
@@ -207,9 +251,9 @@ __device__ __forceinline__ void stage_slice(const gpu::RowArgs& a, int64_t row, 
 #endif
 
 // grid.x = clusters * K (every cluster resident), cluster (K, 1, 1); cluster c takes rows c,
-// c + clusters, ...; s.chunk, s.chunks as for cluster_rows_kernel; dynamic shared memory: a
-// slice, s.chunk elements. Ops of one input; the planner checks the copy engine's alignment
-// (stream_rows).
+// c + clusters, ...; s.chunk, s.chunks as for cluster_rows_kernel; dynamic shared memory:
+// stream_smem_bytes<R>(s.chunk). Ops of one input; the planner checks the copy engine's
+// alignment (stream_rows).
 template <typename R, int WARP, int ITEMS, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, BLOCK>())) cluster_stream_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -227,6 +271,9 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, BLOCK>())) clust
   const int64_t step = gridDim.x / K;
   int64_t row = blockIdx.x / K;
   mailbox_open(mail);
+  // Read by every row's finish; the barrier below orders these stores before the first.
+  const gpu::RowArgs staged =
+      stage_columns<R, BLOCK>(a, col0, n, stage + stream_slice_bytes<typename R::In>(s.chunk), s.chunk);
   if (threadIdx.x == 0) {
     bulk::init(&landed);
     if (row < a.rows) stage_slice<R>(a, row, col0, n, stage, &landed);
@@ -243,7 +290,7 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, BLOCK>())) clust
       bulk::fence_before_copy();
       stage_slice<R>(a, row + step, col0, n, stage, &landed);
     }
-    cluster_row<R, WARP, ITEMS, BLOCK>(a, s, row, j, col0, n, lane, v, scratch, mail, merged);
+    cluster_row<R, WARP, ITEMS, BLOCK, true>(a, s, row, j, col0, n, lane, v, scratch, mail, merged, staged);
   }
 #endif
 }

@@ -58,7 +58,8 @@ class CudaRuntime {
   // false where none fits.
   template <typename R, int W, int ITEMS, int BLOCK>
   bool cluster_stream(int K, const gpu::RowArgs& a, const gpu::SplitArgs& s, onorm_status& status) {
-    const size_t smem = static_cast<size_t>(s.chunk) * sizeof(typename R::In);
+    const size_t smem = stream_smem_bytes<R>(s.chunk);
+    if (int64_t(smem) > caps().smem_max) return false;
     return launch_resident(cluster_stream_kernel<R, W, ITEMS, BLOCK>, K, BLOCK, smem, a.rows, "cluster stream launch",
                            status, a, s);
   }

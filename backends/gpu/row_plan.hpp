@@ -168,12 +168,13 @@ struct ClusterTiers {
 // norms' options whose rows the copy engine can stage (they start on 16 bytes and hold a
 // multiple of 16 bytes), of kStreamMinSlices slices or more. Measured on an H200
 // (bench/RESULTS.md, issue 11): softmax and log-softmax faster streamed from 8 slices in f32
-// and from 4 in 16-bit; 16-bit RMSNorm faster streamed from 8 slices and even at 4, f32 RMSNorm
-// slower; LayerNorm slower streamed in both; the norms' residual staged beside x slower too.
+// and from 4 in 16-bit; RMSNorm (its gamma slice kept in shared memory across the rows) from 4
+// in 16-bit and from 16 in f32 (slower at 8); LayerNorm slower streamed in both (its streamed
+// kernel spills more under the register cap); the norms' residual staged beside x slower too.
 template <typename R>
-constexpr bool kStreamOp = R::Op::kInputs == 1 && !R::kOptions && (R::Op::kCols == 0 || (R::Op::kCols == 1 && R::kVec == 8));
+constexpr bool kStreamOp = R::Op::kInputs == 1 && !R::kOptions && R::Op::kCols <= 1;
 template <typename R>
-constexpr int64_t kStreamMinSlices = R::kVec == 8 ? 4 : 8;
+constexpr int64_t kStreamMinSlices = R::kVec == 8 ? 4 : R::Op::kCols > 0 ? 16 : 8;
 template <typename R>
 bool stream_rows(const RowArgs& a) {
   return a.in_vec[0] && (a.cols * int64_t(sizeof(typename R::In))) % 16 == 0;
