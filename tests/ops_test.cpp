@@ -206,6 +206,38 @@ TEST_P(LongRowTest, SoftmaxAroundTheKeptLiftLimit) {
   }
 }
 
+// Rows that the GPUs stream through resident clusters (16-bit from 4 slices of 8192 columns,
+// f32 softmax from 8 and RMSNorm from 16 slices), a few more rows than an H200 keeps clusters
+// resident so that some walk two; gamma and beta on a 16-byte boundary and one element past it
+// (the stream kernel copies its column slices into shared memory once, by vectors or by
+// elements). LayerNorm (a cluster a row) and softmax (no column vectors) once a shape. The CPU
+// (no clusters) runs two rows a shape: its column vectors off alignment, rows split over threads.
+TEST_P(LongRowTest, StreamedRowsWithColumnVectorsOnAndOffAlignment) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  const bool cpu = GetParam() == ONORM_BACKEND_CPU;
+  ONORM_SEEDED_RNG(rng);
+  struct Shape {
+    onorm_dtype dt;
+    int64_t rows, cols;
+  };
+  struct Case {
+    Op op;
+    size_t col_offset;
+  };
+  const Shape shapes[] = {{ONORM_BF16, 140, 32768}, {ONORM_BF16, 40, 131072}, {ONORM_F32, 20, 262144}};
+  const Case cases[] = {{Op::rms_norm, 0}, {Op::rms_norm, 1}, {Op::layer_norm, 1}, {Op::softmax, 0}};
+  for (const Shape& sh : shapes) {
+    for (const Case& c : cases) {
+      Layout L;
+      L.gamma = L.beta = L.mean = L.rstd = true;
+      L.col_offset = c.col_offset;
+      const int64_t rows = cpu ? 2 : sh.rows;
+      EXPECT_TRUE(run_checked(ctx, c.op, sh.dt, sh.dt, rows, sh.cols, L, rng)) << rows << " x " << sh.cols;
+      if (HasFailure()) return;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, LongRowTest, ::testing::ValuesIn(all_backends()), BackendName());
 
 }  // namespace

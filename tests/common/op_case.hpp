@@ -20,13 +20,14 @@ struct Layout {
   int dy_dtype = -1;                       // the second input's dtype; -1: the first input's
   bool gamma = false, beta = false;        // LayerNorm/RMSNorm affine parameters
   Generator gamma_at, beta_at;             // their values (row 0, column c); empty: N(1, 0.5), N(0, 1)
+  size_t col_offset = 0;                   // gamma/beta start this many elements into their buffers
   bool mean = false, rstd = false;         // statistics outputs
   double eps = 1e-5;
   std::string str() const {
     std::ostringstream s;
     s << "x_pad " << x_pad << " y_pad " << y_pad << " x_off " << x_offset << " y_off " << y_offset
       << (in_place ? (alias ? " in-place(dy)" : " in-place") : "") << (gamma ? " gamma" : "") << (beta ? " beta" : "")
-      << (mean ? " mean" : "") << (rstd ? " rstd" : "") << " eps " << eps;
+      << (col_offset ? " col_off " + std::to_string(col_offset) : "") << (mean ? " mean" : "") << (rstd ? " rstd" : "") << " eps " << eps;
     if (dy_dtype >= 0) s << " dy " << dtype_name(static_cast<onorm_dtype>(dy_dtype));
     return s.str();
   }
@@ -92,11 +93,11 @@ inline ::testing::AssertionResult run_checked(onorm_context ctx, Op op, onorm_dt
   Tensor gamma, beta, mean, rstd;
   std::normal_distribution<double> gdist(1.0, 0.5), bdist(0.0, 1.0);
   if (L.gamma && has_gamma(op)) {
-    gamma = Tensor(ctx, in, 1, cols);
+    gamma = Tensor(ctx, in, 1, cols, -1, L.col_offset * esize(in));
     gamma.fill(L.gamma_at ? L.gamma_at : Generator([&](int64_t, int64_t) { return gdist(rng); }));
   }
   if (L.beta && has_beta(op)) {
-    beta = Tensor(ctx, in, 1, cols);
+    beta = Tensor(ctx, in, 1, cols, -1, L.col_offset * esize(in));
     beta.fill(L.beta_at ? L.beta_at : Generator([&](int64_t, int64_t) { return bdist(rng); }));
   }
   if (L.mean && has_mean(op)) mean = Tensor(ctx, ONORM_F32, 1, rows);
