@@ -36,8 +36,7 @@
 //   ONORM_DYNAMIC_SMEM(name)        declares `unsigned char* name`-like access to the block's
 //                                   dynamic shared memory (16-byte aligned; on CUDA on a 128-byte
 //                                   line: ptxas pads the static arrays before it, and stages the
-//                                   copy engine fills off a line cost up to 9 points,
-//                                   bench/RESULTS.md).
+//                                   copy engine fills off a line measured slower, bench/RESULTS.md).
 //   cp_async_16(smem, gmem), cp_async_commit(), cp_async_wait<N>()
 //                                   16-byte global -> shared copies in commit groups; wait<N>
 //                                   leaves at most N groups in flight (may be synchronous).
