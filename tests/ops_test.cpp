@@ -207,11 +207,12 @@ TEST_P(LongRowTest, SoftmaxAroundTheKeptLiftLimit) {
 }
 
 // Rows that the GPUs stream through resident clusters (16-bit from 4 slices of 8192 columns,
-// f32 softmax from 8 and RMSNorm from 16 slices), a few more rows than an H200 keeps clusters
-// resident so that some walk two; gamma and beta on a 16-byte boundary and one element past it
-// (the stream kernel copies its column slices into shared memory once, by vectors or by
-// elements). LayerNorm (a cluster a row) and softmax (no column vectors) once a shape. The CPU
-// (no clusters) runs two rows a shape: its column vectors off alignment, rows split over threads.
+// f32 softmax from 8 and RMSNorm from 16 slices), more rows than an H200 keeps clusters
+// resident so that some walk two or more; gamma and beta on a 16-byte boundary and one element
+// past it (RMSNorm's stream copies its column slices into shared memory once, by vectors or by
+// elements; 16-bit LayerNorm's reads them item by item in its finish from the second stage; f32
+// LayerNorm takes a cluster a row). Softmax (no column vectors) once a shape. The CPU (no
+// clusters) runs two rows a shape: its column vectors off alignment, rows split over threads.
 TEST_P(LongRowTest, StreamedRowsWithColumnVectorsOnAndOffAlignment) {
   ONORM_OPEN_OR_SKIP(ctx, GetParam());
   const bool cpu = GetParam() == ONORM_BACKEND_CPU;
@@ -224,8 +225,10 @@ TEST_P(LongRowTest, StreamedRowsWithColumnVectorsOnAndOffAlignment) {
     Op op;
     size_t col_offset;
   };
-  const Shape shapes[] = {{ONORM_BF16, 140, 32768}, {ONORM_BF16, 40, 131072}, {ONORM_F32, 20, 262144}};
-  const Case cases[] = {{Op::rms_norm, 0}, {Op::rms_norm, 1}, {Op::layer_norm, 1}, {Op::softmax, 0}};
+  // 300 rows of 32768 bf16: three rows or more a resident cluster (each of a stream's two
+  // stages takes a row twice).
+  const Shape shapes[] = {{ONORM_BF16, 300, 32768}, {ONORM_BF16, 40, 131072}, {ONORM_F32, 20, 262144}};
+  const Case cases[] = {{Op::rms_norm, 0}, {Op::rms_norm, 1}, {Op::layer_norm, 0}, {Op::layer_norm, 1}, {Op::softmax, 0}};
   for (const Shape& sh : shapes) {
     for (const Case& c : cases) {
       Layout L;

@@ -10,7 +10,8 @@
 //                          the block reduces, merges and writes the current one (rows whose
 //                          inputs start on 16 bytes and whose bytes are a multiple of 16);
 //                          the block's slice of gamma waits in shared memory for every row
-//                          (read once per block, not once per row from L2).
+//                          (read once per block, not once per row from L2). LayerNorm's
+//                          16-bit rows keep two stages and finish from shared memory.
 // A register prefetch of the next row measured slower (twice the registers, fewer blocks
 // resident; bench/cuda/NOTES.md); the shared-memory stage costs no registers.
 // The norms' options (RowOptions) as in the register rows: the residual added as the slice
@@ -121,17 +122,43 @@ constexpr int cluster_min_blocks() {
   return (R::Op::kInputs > 1 && BLOCK == 256 ? 768 : 1024) / BLOCK;
 }
 
+// The finish of a slice whose values wait in shared memory (`x`, the stream kernel's stage)
+// rather than in registers: item by item, x and the column vectors loaded, finished and stored,
+// so that no value of the slice is live across the cluster's merge. `cols`: the column vectors
+// (from column 0 where kColsStaged, else from col0).
+template <typename R, int ITEMS, int BLOCK, bool kColsStaged>
+__device__ __forceinline__ void finish_from_stage(const gpu::RowArgs& a, const gpu::RowArgs& cols, int64_t row,
+                                                  int64_t col0, int n, int lane, const typename R::In* x,
+                                                  const gpu::coefs_t<typename R::Op>& row_cf,
+                                                  const gpu::ChunkStats<typename R::Op>& cs, bool first) {
+  using Op = typename R::Op;
+  constexpr int VEC = R::kVec;
+  if (first && lane == 0) Op::write_row_outputs(row_cf, a.row_out, row);
+  const gpu::coefs_t<Op> cf = Op::chunk_coefs(row_cf, cs.template state<float>());
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int off = i * BLOCK * VEC;  // item i of every thread: one item of a block shifted by off
+    float y[1][VEC];
+    gpu::load_items<typename R::In, 1, BLOCK, VEC>(x + off, n - off, lane, y[0], true, Op::pad(0));
+    gpu::finish_items<R, 1, BLOCK, typename R::In, false, false>(cols, (kColsStaged ? 0 : col0) + off, n - off, lane,
+                                                                  y, cf);
+    gpu::store_items_as<VEC, 1, BLOCK>(a.out, a.out_dtype, row * a.out_stride + col0 + off, n - off, lane, y[0],
+                                       a.out_vec != 0);
+  }
+}
+
 // The slice [col0, col0 + n) of the j-th row of this block (`row`) once loaded into v: its
 // passes, the cluster's merge, the finish and the stores. `merged`: the row's state, shared.
 // `staged`: the column vectors the finish reads (RowArgs::col), this slice's alone (from column
-// 0) where kColsStaged, else a's.
-template <typename R, int WARP, int ITEMS, int BLOCK, bool kColsStaged = false>
+// 0) where kColsStaged, else a's. kReload: the finish reads the slice again from `stage` (v is
+// dead after the passes).
+template <typename R, int WARP, int ITEMS, int BLOCK, bool kColsStaged = false, bool kReload = false>
 __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::SplitArgs& s, int64_t row,
                                             uint32_t j, int64_t col0, int n, int lane,
                                             float (&v)[R::Op::kInputs][ITEMS * R::kVec],
                                             gpu::Scratch<typename R::Op, WARP, BLOCK>& scratch,
                                             Mailbox<typename R::Op::Merged>& mail, typename R::Op::Merged& merged,
-                                            const gpu::RowArgs& staged) {
+                                            const gpu::RowArgs& staged, const typename R::In* stage = nullptr) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   using Op = typename R::Op;
@@ -144,7 +171,8 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
   if constexpr (R::kOptions) {
     if (a.opt.res) gpu::add_residual<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
   }
-  if (!kColsStaged && s.prefetch_cols) prefetch_cols<R, ITEMS, BLOCK>(a, col0, n, lane);
+  // (A finish from the stage loads its columns item by item; the prefetches' addresses spilled.)
+  if (!kColsStaged && !kReload && s.prefetch_cols) prefetch_cols<R, ITEMS, BLOCK>(a, col0, n, lane);
   const gpu::ChunkStats<Op> cs = gpu::slice_passes<R, WARP, ITEMS, BLOCK>(v, n, lane, scratch);
   if (threadIdx.x < K) {  // thread t delivers this block's state to block t
     const S mine = cs.merged();
@@ -173,8 +201,12 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
       return;
     }
   }
-  gpu::slice_finish_values<R, ITEMS, BLOCK>(staged, row, kColsStaged ? 0 : col0, n, lane, v, cf, cs, rank == 0);
-  gpu::store_any<R, ITEMS, BLOCK>(a, row, col0, n, lane, v[0]);
+  if constexpr (kReload) {
+    finish_from_stage<R, ITEMS, BLOCK, kColsStaged>(a, staged, row, col0, n, lane, stage, cf, cs, rank == 0);
+  } else {
+    gpu::slice_finish_values<R, ITEMS, BLOCK>(staged, row, kColsStaged ? 0 : col0, n, lane, v, cf, cs, rank == 0);
+    gpu::store_any<R, ITEMS, BLOCK>(a, row, col0, n, lane, v[0]);
+  }
 #endif
 }
 
@@ -206,11 +238,24 @@ template <typename T>
 __host__ __device__ constexpr size_t stream_slice_bytes(int64_t chunk) {
   return (static_cast<size_t>(chunk) * sizeof(T) + 127) / 128 * 128;
 }
-// The stream kernel's dynamic shared memory: the stage and, for ops with column vectors
+// LayerNorm's 16-bit rows finish from the stage (finish_from_stage) and so keep two stages: the
+// next row lands in the other while the finish reads this one; gamma and beta come from L2
+// (staged beside two stages, three blocks an SM or one of 512 threads: slower). The other ops
+// hold their values in registers from the passes to the finish, the next row landing in the one
+// stage as soon as they are loaded: RMSNorm and log-softmax measured slower finishing from the
+// stage, f32 LayerNorm's two stages of 32 KB leave too few blocks (bench/RESULTS.md, issue 11).
+template <typename R>
+constexpr bool kStreamReload = !R::Op::kKeepsLift && R::Op::kCols > 1 && sizeof(typename R::In) == 2;
+template <typename R>
+constexpr int kStreamStages = kStreamReload<R> ? 2 : 1;
+template <typename R>
+constexpr bool kStreamStagedCols = !kStreamReload<R>;
+// The stream kernel's dynamic shared memory: the stages and, for ops with column vectors
 // (gamma, beta), the block's slice of each, read from there by every row the cluster streams.
 template <typename R>
 __host__ __device__ constexpr size_t stream_smem_bytes(int64_t chunk) {
-  return stream_slice_bytes<typename R::In>(chunk) * size_t(1 + R::Op::kCols);
+  const int cols = kStreamStagedCols<R> ? R::Op::kCols : 0;
+  return stream_slice_bytes<typename R::In>(chunk) * size_t(kStreamStages<R> + cols);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -262,8 +307,10 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, BLOCK>())) clust
   __shared__ gpu::Scratch<Op, WARP, BLOCK> scratch;
   __shared__ Mailbox<typename Op::Merged> mail;
   __shared__ typename Op::Merged merged;
-  __shared__ uint64_t landed;  // the stage's barrier: one phase per row
+  constexpr int kStages = kStreamStages<R>;
+  __shared__ uint64_t landed[kStages];  // each stage's barrier: one phase per row it takes
   ONORM_DYNAMIC_SMEM(stage);
+  const size_t slice = stream_slice_bytes<typename R::In>(s.chunk);
   const int64_t K = s.chunks;
   const int64_t col0 = static_cast<int64_t>(cooperative_groups::this_cluster().block_rank()) * s.chunk;
   const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
@@ -273,24 +320,29 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, BLOCK>())) clust
   mailbox_open(mail);
   // Read by every row's finish; the barrier below orders these stores before the first.
   const gpu::RowArgs staged =
-      stage_columns<R, BLOCK>(a, col0, n, stage + stream_slice_bytes<typename R::In>(s.chunk), s.chunk);
+      kStreamStagedCols<R> ? stage_columns<R, BLOCK>(a, col0, n, stage + kStages * slice, s.chunk) : a;
   if (threadIdx.x == 0) {
-    bulk::init(&landed);
-    if (row < a.rows) stage_slice<R>(a, row, col0, n, stage, &landed);
+    for (int b = 0; b < kStages; ++b) bulk::init(&landed[b]);
+    if (row < a.rows) stage_slice<R>(a, row, col0, n, stage, &landed[0]);
   }
-  __syncthreads();  // the stage's barrier is initialized
+  __syncthreads();  // the stages' barriers are initialized
   bulk::cluster_wait();
   for (uint32_t j = 0; row < a.rows; row += step, ++j) {
-    bulk::wait(&landed, j & 1u);
+    const uint32_t b = j % kStages;  // the stage of row j, and its phase: the how-manieth row it takes
+    const auto* x = reinterpret_cast<const typename R::In*>(stage + b * slice);
+    bulk::wait(&landed[b], (j / kStages) & 1u);
     float v[Op::kInputs][ITEMS * R::kVec];
-    gpu::load_items<typename R::In, ITEMS, BLOCK, R::kVec>(reinterpret_cast<const typename R::In*>(stage), n, lane,
-                                                           v[0], true, Op::pad(0));
-    __syncthreads();  // every thread holds its values: the stage takes the next row
+    gpu::load_items<typename R::In, ITEMS, BLOCK, R::kVec>(x, n, lane, v[0], true, Op::pad(0));
+    // One stage: every thread holds its values. Two: every thread has finished the row before
+    // from the other stage. Either way the next row may land there.
+    __syncthreads();
     if (threadIdx.x == 0 && row + step < a.rows) {
+      const uint32_t next = (j + 1) % kStages;
       bulk::fence_before_copy();
-      stage_slice<R>(a, row + step, col0, n, stage, &landed);
+      stage_slice<R>(a, row + step, col0, n, stage + next * slice, &landed[next]);
     }
-    cluster_row<R, WARP, ITEMS, BLOCK, true>(a, s, row, j, col0, n, lane, v, scratch, mail, merged, staged);
+    cluster_row<R, WARP, ITEMS, BLOCK, kStreamStagedCols<R>, kStreamReload<R>>(a, s, row, j, col0, n, lane, v, scratch,
+                                                                                mail, merged, staged, x);
   }
 #endif
 }

@@ -169,10 +169,13 @@ struct ClusterTiers {
 // multiple of 16 bytes), of kStreamMinSlices slices or more. Measured on an H200
 // (bench/RESULTS.md, issue 11): softmax and log-softmax faster streamed from 8 slices in f32
 // and from 4 in 16-bit; RMSNorm (its gamma slice kept in shared memory across the rows) from 4
-// in 16-bit and from 16 in f32 (slower at 8); LayerNorm slower streamed in both (its streamed
-// kernel spills more under the register cap); the norms' residual staged beside x slower too.
+// in 16-bit and from 16 in f32 (slower at 8); LayerNorm from 4 in 16-bit, finishing from a
+// second stage (cluster_rows.cuh), and per row in f32 (streamed with its values in registers it
+// spilled more under the register cap and was slower in both); the norms' residual staged
+// beside x slower too.
 template <typename R>
-constexpr bool kStreamOp = R::Op::kInputs == 1 && !R::kOptions && R::Op::kCols <= 1;
+constexpr bool kStreamOp =
+    R::Op::kInputs == 1 && !R::kOptions && (R::Op::kCols <= 1 || sizeof(typename R::In) == 2);
 template <typename R>
 constexpr int64_t kStreamMinSlices = R::kVec == 8 ? 4 : R::Op::kCols > 0 ? 16 : 8;
 template <typename R>
