@@ -129,6 +129,43 @@ TEST_P(SoftmaxTopk, AgainstTheReference) {
   }
 }
 
+// Entries late in a row, once the scan holds a bar (the k-th best so far) and passes over the
+// columns that cannot enter a vector at a time (the CPU's find_beating): a NaN, a +inf, a large
+// value, at every lane of a 16-lane vector after column 1000 and in the row's last columns
+// (4097: one past a whole number of vectors); rows where every column enters (ascending); and
+// columns equal to the bar (the k first are earlier columns: they must not enter).
+TEST_P(SoftmaxTopk, LateEntriesAtEveryLane) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  const bool gpu = is_gpu(GetParam());
+  std::vector<int64_t> lates;
+  for (int64_t c = 1000; c < 1024; ++c) lates.push_back(c);
+  for (int64_t c = 4080; c < 4097; ++c) lates.push_back(c);
+  for (const onorm_dtype dt : io_dtypes()) {
+    for (const int64_t k : {int64_t{1}, int64_t{8}, int64_t{64}}) {
+      for (size_t i = 0; i < lates.size(); ++i) {
+        const int64_t late = lates[i];
+        Problem p;
+        p.rows = 5;
+        p.cols = 4097;
+        p.k = k;
+        p.xt = p.vt = dt;
+        p.shift = i % 2;
+        SCOPED_TRACE(describe(p) + " late column " + std::to_string(late));
+        auto eng = std::make_shared<std::mt19937_64>(rng());
+        Call c(ctx, p, [eng, late](int64_t r, int64_t col) {
+          if (r == 3) return col * 0.25;                           // ascending: every column enters
+          if (r == 4) return col < 500 ? double((*eng)() % 4) : 3.0;  // ties with the bar after 500
+          if (col == late) return r == 0 ? kNaN : r == 1 ? kInf : 100.0;
+          return cheap_normal(*eng, 0.0, 1.0);
+        });
+        c.run(ctx, gpu);
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
 // The fixed k of the contract on one width: 1, 64, 1024, cols (above 1024: UNSUPPORTED allowed on
 // GPUs only), renormalized or not, every dtype pair.
 TEST_P(SoftmaxTopk, NamedK) {

@@ -105,6 +105,11 @@ void simd_quantize_rows(size_t target_index, const onorm_request& q, int64_t r0,
 void simd_add_rows(size_t target_index, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0,
                    int64_t h0, int64_t n);
 
+// Softmax top-k's scan (kernels_select.cpp): the first column j in [from, cols) of a row x of
+// dtype dt with !(x[j] <= bar) (bar not NaN); cols where there is none; -1 where the target has
+// no SIMD loads of dt (the caller scans itself).
+int64_t simd_find_beating(size_t target_index, const void* x, onorm_dtype dt, int64_t from, int64_t cols, float bar);
+
 // The norms' backward (a column op): whether the SIMD rows take q (x, dy, dx and dresidual of
 // one dtype they vectorize), and rows [r0, r1) of it (norm_backward_simd-inl.h says what block
 // and group hold).

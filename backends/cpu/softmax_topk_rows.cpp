@@ -22,49 +22,70 @@ using Entry = std::pair<uint32_t, int64_t>;  // (key, column)
 
 bool entry_before(const Entry& a, const Entry& b) { return SoftmaxTopk::before(a.first, a.second, b.first, b.second); }
 
-// The entries a row's selection keeps at once: its k first and a block's worth of candidates
-// beyond them (2k + kBlock), or the whole row where that is shorter.
-constexpr int64_t kBlock = 64;
-int64_t kept_entries(int64_t cols, int64_t k) { return std::min(cols, 2 * k + kBlock); }
+// The entries a row's selection keeps at once: its k first and k + kSpare candidates beyond them
+// (each selection of the k first, an nth_element, then waits for k + kSpare new entries), or
+// the whole row where that is shorter.
+constexpr int64_t kSpare = 64;
+int64_t kept_entries(int64_t cols, int64_t k) { return std::min(cols, 2 * k + kSpare); }
+
+// The first column j in [from, cols) whose value beats `bar`: !(x[j] <= bar); cols where none
+// does. In SIMD where the target loads the dtype (kernels_select.cpp).
+template <typename In>
+int64_t find_beating(size_t target, onorm_dtype dt, const In* x, int64_t from, int64_t cols, float bar) {
+  const int64_t found = simd_find_beating(target, x, dt, from, cols, bar);
+  if (found >= 0) return found;
+  while (from < cols && load_as<float>(x, from) <= bar) ++from;
+  return from;
+}
 
 // The row's k first entries, in order, into entries[0, k) (room: kept_entries). One scan: an
 // element enters only where it beats the bar, the k-th best value among the columns before it
 // (an equal one loses the tie to k earlier columns); when the entries fill up, the k first of
 // them stay and the k-th's value becomes the bar. Against a bar that is not NaN, a value beats
-// it exactly where !(v <= bar) (keys order as the values, -0 as +0, a NaN above all), a test
-// without branches: a block of columns none of which beats the bar is passed over whole. A NaN
-// bar (the k first are all NaN) ends the scan: nothing after them can enter.
+// it exactly where !(v <= bar) (keys order as the values, -0 as +0, a NaN above all), which the
+// scan tests a vector at a time between entries (find_beating). A NaN bar (the k first are all
+// NaN) ends the scan: nothing after them can enter.
 template <typename In>
-void select_first_k(const In* x, int64_t cols, int64_t k, Entry* entries) {
+void select_first_k(size_t target, onorm_dtype dt, const In* x, int64_t cols, int64_t k, Entry* entries) {
   const int64_t cap = kept_entries(cols, k);
   int64_t n = 0;
   bool barred = false;
   float bar = 0.0f;
-  float v[kBlock];
-  for (int64_t j0 = 0; j0 < cols; j0 += kBlock) {
-    const int64_t m = std::min(kBlock, cols - j0);
-    bool beats = !barred;
-    for (int64_t i = 0; i < m; ++i) {
-      v[i] = load_as<float>(x, j0 + i);
-      beats |= !(v[i] <= bar);
-    }
-    if (!beats) continue;
-    for (int64_t i = 0; i < m; ++i) {
-      if (barred && v[i] <= bar) continue;
-      entries[n++] = Entry{SoftmaxTopk::key(v[i]), j0 + i};
-      if (n < cap) continue;
-      std::nth_element(entries, entries + (k - 1), entries + n, entry_before);
-      n = k;
-      if (entries[k - 1].first == SoftmaxTopk::key(std::nanf(""))) {
-        j0 = cols;  // the scan ends
-        break;
-      }
-      bar = load_as<float>(x, entries[k - 1].second);
-      barred = true;
-    }
+  for (int64_t j = 0; j < cols; ++j) {
+    if (barred && (j = find_beating(target, dt, x, j, cols, bar)) == cols) break;
+    entries[n++] = Entry{SoftmaxTopk::key(load_as<float>(x, j)), j};
+    if (n < cap) continue;
+    std::nth_element(entries, entries + (k - 1), entries + n, entry_before);
+    n = k;
+    if (entries[k - 1].first == SoftmaxTopk::key(std::nanf(""))) break;  // the scan ends
+    bar = load_as<float>(x, entries[k - 1].second);
+    barred = true;
   }
   if (k < n) std::nth_element(entries, entries + k, entries + n, entry_before);
   std::sort(entries, entries + k, entry_before);
+}
+
+// The same for small k (kSortedMaxK): the k best so far kept in order in entries[0, k), each
+// element that beats the bar (the k-th's value) moved into its place and the k-th dropped. Its
+// cost is O(k) an entry and no selection, against select_first_k's nth_element over 2k + kSpare
+// entries, which short rows pay in full before the bar exists.
+constexpr int64_t kSortedMaxK = 64;
+template <typename In>
+void insert_first_k(size_t target, onorm_dtype dt, const In* x, int64_t cols, int64_t k, Entry* entries) {
+  int64_t n = 0;
+  bool barred = false;
+  float bar = 0.0f;
+  for (int64_t j = 0; j < cols; ++j) {
+    if (barred && (j = find_beating(target, dt, x, j, cols, bar)) == cols) break;
+    const Entry e{SoftmaxTopk::key(load_as<float>(x, j)), j};
+    int64_t i = n < k ? n++ : k - 1;  // a new last place, or the k-th's
+    for (; i > 0 && entry_before(e, entries[i - 1]); --i) entries[i] = entries[i - 1];
+    entries[i] = e;
+    if (n < k) continue;
+    if (entries[k - 1].first == SoftmaxTopk::key(std::nanf(""))) break;  // the scan ends
+    bar = load_as<float>(x, entries[k - 1].second);
+    barred = true;
+  }
 }
 
 void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries) {
@@ -78,7 +99,8 @@ void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries) {
   if (!q.renormalize) ms = softmax_row_state(target, s, simd_supports(target, s));
   with_dtype(xt, [&](auto tag) {
     using In = typename decltype(tag)::type;
-    select_first_k(static_cast<const In*>(x), cols, k, entries);
+    if (k <= kSortedMaxK) insert_first_k(target, xt, static_cast<const In*>(x), cols, k, entries);
+    else select_first_k(target, xt, static_cast<const In*>(x), cols, k, entries);
   });
 
   // The values: the whole row's softmax (Softmax's rules: a NaN or +inf row is NaN, an all
