@@ -240,10 +240,11 @@ __host__ __device__ constexpr size_t stream_slice_bytes(int64_t chunk) {
 }
 // LayerNorm's 16-bit rows finish from the stage (finish_from_stage) and so keep two stages: the
 // next row lands in the other while the finish reads this one; gamma and beta come from L2
-// (staged beside two stages, three blocks an SM or one of 512 threads: slower). The other ops
-// hold their values in registers from the passes to the finish, the next row landing in the one
-// stage as soon as they are loaded: RMSNorm and log-softmax measured slower finishing from the
-// stage, f32 LayerNorm's two stages of 32 KB leave too few blocks (bench/RESULTS.md, issue 11).
+// (staged beside the two stages they leave three blocks an SM, or one of 512 threads: no faster,
+// and slower at 262144 columns). The other ops hold their values in registers from the passes to
+// the finish, the next row landing in the one stage as soon as they are loaded: RMSNorm and
+// log-softmax measured slower finishing from the stage (bench/RESULTS.md, issue 11); f32
+// LayerNorm's two stages would take 64 KB a block (not tried).
 template <typename R>
 constexpr bool kStreamReload = !R::Op::kKeepsLift && R::Op::kCols > 1 && sizeof(typename R::In) == 2;
 template <typename R>
