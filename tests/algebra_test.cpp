@@ -455,6 +455,25 @@ TEST(Algebra, OfPivotCorrectsTheRoundedPivot) {
   EXPECT_GT(std::fabs(static_cast<double>(s2) - m2), 1e-2 * m2);
 }
 
+
+// A zero correction (s1 = +-0, a pivot equal to the mean) divides nothing: the state is the
+// pivot's, zero signs kept, as s1 / n gives them; an empty block's state is clean (no 0 / 0);
+// any other s1 is divided as before.
+TEST(Algebra, OfPivotZeroCorrection) {
+  for (float s1 : {0.0f, -0.0f}) {
+    for (float pivot : {0.0f, -0.0f, 3.5f}) {
+      const Welford<float> w = Welford<float>::of_pivot(64, pivot, s1, 2.0f);
+      EXPECT_TRUE(same_bits(w.mean, pivot + s1 / 64.0f)) << pivot << " " << s1;
+      EXPECT_TRUE(same_bits(w.m2, 2.0f - s1 * (s1 / 64.0f)));
+    }
+  }
+  const Welford<double> e = Welford<double>::of_pivot(0, 1.5f, 0.0f, 0.0f);
+  EXPECT_EQ(e.mean, 1.5);
+  EXPECT_EQ(e.m2, 0.0);
+  const Welford<float> w = Welford<float>::of_pivot(3, 1.0f, 1.0f, 4.0f);
+  EXPECT_TRUE(same_bits(w.mean, 1.0f + 1.0f / 3.0f));
+  EXPECT_TRUE(same_bits(w.m2, 4.0f - 1.0f * (1.0f / 3.0f)));
+}
 // The norms' trust rule and scaled finish (core/norm_stats.hpp).
 TEST(Algebra, NormFloatStatsRule) {
   using onorm::core::norm_float_stats_ok;

@@ -26,10 +26,15 @@ struct Welford {
   // the block's float sum / n. The sums may be float and T double: the merge state then keeps
   // the block mean to more digits than a float, which Chan's between-block term needs for
   // offset data (1e6 + N(0,1)).
+  // s1 is often exactly zero (16-bit rows whose float mean is exact): that division is s1
+  // itself, and dividing 1 instead keeps the zero off the GPU's division slow path (a call per
+  // warp). The same bits for every s1, and a clean state for n = 0 (no 0 / 0).
   template <typename F>
   ONORM_HD_INLINE static Welford of_pivot(int64_t n, F pivot, F s1, F s2) {
-    const T c = static_cast<T>(s1) / static_cast<T>(n);
-    const T m2 = static_cast<T>(s2) - static_cast<T>(s1) * c;
+    const T s = static_cast<T>(s1);
+    const T q = (s == T(0) ? T(1) : s) / static_cast<T>(n);
+    const T c = s == T(0) ? s : q;
+    const T m2 = static_cast<T>(s2) - s * c;
     return Welford{n, static_cast<T>(pivot) + c, m2 < T(0) ? T(0) : m2};  // NaN stays NaN
   }
 
