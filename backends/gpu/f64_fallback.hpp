@@ -100,14 +100,7 @@ ONORM_DEV bool rows_f64(const RowArgs& a, int64_t row, int n, int lane, const ty
                         coefs_t<typename R::Op>& cf) {
   using Op = typename R::Op;
   bool any = !ok;
-  if constexpr (TPR < WARP) {
-    // The flag is uniform within a group; a butterfly over the group bits of the lane index
-    // gives every lane the count of the warp's groups that failed (small integers: exact).
-    float f = any ? 1.0f : 0.0f;
-#pragma unroll
-    for (int o = WARP / 2; o >= TPR; o >>= 1) f += shim::shfl_xor(f, o, WARP);
-    any = f != 0.0f;
-  }
+  if constexpr (TPR < WARP) any = shim::warp_ballot(any) != 0;  // one vote for the warp's groups
   if (!any) return false;  // warp-uniform (block-uniform for TPR == BLOCK)
   const auto st = request_row_state_f64<R, WARP, TPR, BLOCK, false>(a, row, n, lane);
   if (!ok) {
