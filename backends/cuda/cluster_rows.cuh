@@ -133,8 +133,7 @@ __device__ __forceinline__ void finish_from_stage(const gpu::RowArgs& a, const g
                                                   const gpu::ChunkStats<typename R::Op>& cs, bool first) {
   using Op = typename R::Op;
   constexpr int VEC = R::kVec;
-  if (first && lane == 0) Op::write_row_outputs(row_cf, a.row_out, row);
-  const gpu::coefs_t<Op> cf = Op::chunk_coefs(row_cf, cs.template state<float>());
+  const gpu::coefs_t<Op> cf = gpu::slice_coefs<Op>(a, row, lane, row_cf, cs, first);
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     const int off = i * BLOCK * VEC;  // item i of every thread: one item of a block shifted by off

@@ -18,16 +18,22 @@ ONORM_DEV ChunkStats<typename R::Op> slice_passes(float (&v)[R::Op::kInputs][ITE
   return chunk_passes<R, ITEMS, BLOCK>(v, n, lane, RowReduce<typename R::Op, WARP, BLOCK, BLOCK>{&scratch, lane});
 }
 
+// A slice's finish coefficients from the row's; `first` (the slice holding column 0) writes
+// the row outputs.
+template <typename Op>
+ONORM_DEV coefs_t<Op> slice_coefs(const RowArgs& a, int64_t row, int lane, const coefs_t<Op>& row_cf,
+                                  const ChunkStats<Op>& cs, bool first) {
+  if (first && lane == 0) Op::write_row_outputs(row_cf, a.row_out, row);
+  return Op::chunk_coefs(row_cf, cs.template state<float>());
+}
+
 // Finishes the slice [col0, col0 + n) of `row` with the row's coefficients, into v[0].
-// `first` (the slice holding column 0) writes the row outputs. Col, kOffset, offset: the
-// column vectors (finish_items).
+// Col, kOffset, offset: the column vectors (finish_items).
 template <typename R, int ITEMS, int BLOCK, typename Col = typename R::In, bool kOffset = false>
 ONORM_DEV void slice_finish_values(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
                                    float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& row_cf,
                                    const ChunkStats<typename R::Op>& cs, bool first, float offset = 0.0f) {
-  using Op = typename R::Op;
-  if (first && lane == 0) Op::write_row_outputs(row_cf, a.row_out, row);
-  const coefs_t<Op> cf = Op::chunk_coefs(row_cf, cs.template state<float>());
+  const auto cf = slice_coefs<typename R::Op>(a, row, lane, row_cf, cs, first);
   finish_items<R, ITEMS, BLOCK, Col, kOffset, false>(a, col0, n, lane, v, cf, offset);
 }
 
