@@ -38,54 +38,59 @@ int64_t find_beating(size_t target, onorm_dtype dt, const In* x, int64_t from, i
   return from;
 }
 
-// The row's k first entries, in order, into entries[0, k) (room: kept_entries). One scan: an
-// element enters only where it beats the bar, the k-th best value among the columns before it
-// (an equal one loses the tie to k earlier columns); when the entries fill up, the k first of
-// them stay and the k-th's value becomes the bar. Against a bar that is not NaN, a value beats
-// it exactly where !(v <= bar) (keys order as the values, -0 as +0, a NaN above all), which the
-// scan tests a vector at a time between entries (find_beating). A NaN bar (the k first are all
-// NaN) ends the scan: nothing after them can enter.
-template <typename In>
-void select_first_k(size_t target, onorm_dtype dt, const In* x, int64_t cols, int64_t k, Entry* entries) {
-  const int64_t cap = kept_entries(cols, k);
-  int64_t n = 0;
+// The scan both keepers share: an element enters only where it beats the bar, the k-th best
+// value among the columns before it (an equal one loses the tie to k earlier columns). `keep(e)`
+// takes an entry and returns true where entries[k - 1] is then the k-th best so far, whose value
+// becomes the bar. Against a bar that is not NaN, a value beats it exactly where !(v <= bar)
+// (keys order as the values, -0 as +0, a NaN above all), which the scan tests a vector at a
+// time between entries (find_beating). A NaN bar (the k first are all NaN) ends the scan:
+// nothing after them can enter.
+template <typename In, typename Keep>
+void scan_first_k(size_t target, onorm_dtype dt, const In* x, int64_t cols, int64_t k, const Entry* entries,
+                  Keep keep) {
   bool barred = false;
   float bar = 0.0f;
   for (int64_t j = 0; j < cols; ++j) {
     if (barred && (j = find_beating(target, dt, x, j, cols, bar)) == cols) break;
-    entries[n++] = Entry{SoftmaxTopk::key(load_as<float>(x, j)), j};
-    if (n < cap) continue;
-    std::nth_element(entries, entries + (k - 1), entries + n, entry_before);
-    n = k;
+    if (!keep(Entry{SoftmaxTopk::key(load_as<float>(x, j)), j})) continue;
     if (entries[k - 1].first == SoftmaxTopk::key(std::nanf(""))) break;  // the scan ends
     bar = load_as<float>(x, entries[k - 1].second);
     barred = true;
   }
+}
+
+// The row's k first entries, in order, into entries[0, k) (room: kept_entries): the entries
+// pile up, and when they fill up the k first of them stay (nth_element) and the k-th's value
+// becomes the bar.
+template <typename In>
+void select_first_k(size_t target, onorm_dtype dt, const In* x, int64_t cols, int64_t k, Entry* entries) {
+  const int64_t cap = kept_entries(cols, k);
+  int64_t n = 0;
+  scan_first_k(target, dt, x, cols, k, entries, [&](const Entry& e) {
+    entries[n++] = e;
+    if (n < cap) return false;
+    std::nth_element(entries, entries + (k - 1), entries + n, entry_before);
+    n = k;
+    return true;
+  });
   if (k < n) std::nth_element(entries, entries + k, entries + n, entry_before);
   std::sort(entries, entries + k, entry_before);
 }
 
 // The same for small k (kSortedMaxK): the k best so far kept in order in entries[0, k), each
-// element that beats the bar (the k-th's value) moved into its place and the k-th dropped. Its
-// cost is O(k) an entry and no selection, against select_first_k's nth_element over 2k + kSpare
-// entries, which short rows pay in full before the bar exists.
+// element that beats the bar moved into its place and the k-th dropped. Its cost is O(k) an
+// entry and no selection, against select_first_k's nth_element over 2k + kSpare entries, which
+// short rows pay in full before the bar exists.
 constexpr int64_t kSortedMaxK = 64;
 template <typename In>
 void insert_first_k(size_t target, onorm_dtype dt, const In* x, int64_t cols, int64_t k, Entry* entries) {
   int64_t n = 0;
-  bool barred = false;
-  float bar = 0.0f;
-  for (int64_t j = 0; j < cols; ++j) {
-    if (barred && (j = find_beating(target, dt, x, j, cols, bar)) == cols) break;
-    const Entry e{SoftmaxTopk::key(load_as<float>(x, j)), j};
+  scan_first_k(target, dt, x, cols, k, entries, [&](const Entry& e) {
     int64_t i = n < k ? n++ : k - 1;  // a new last place, or the k-th's
     for (; i > 0 && entry_before(e, entries[i - 1]); --i) entries[i] = entries[i - 1];
     entries[i] = e;
-    if (n < k) continue;
-    if (entries[k - 1].first == SoftmaxTopk::key(std::nanf(""))) break;  // the scan ends
-    bar = load_as<float>(x, entries[k - 1].second);
-    barred = true;
-  }
+    return n == k;
+  });
 }
 
 void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries) {
