@@ -455,7 +455,6 @@ TEST(Algebra, OfPivotCorrectsTheRoundedPivot) {
   EXPECT_GT(std::fabs(static_cast<double>(s2) - m2), 1e-2 * m2);
 }
 
-
 // A zero correction (s1 = +-0, a pivot equal to the mean) divides nothing: the state is the
 // pivot's, zero signs kept, as s1 / n gives them; an empty block's state is clean (no 0 / 0);
 // any other s1 is divided as before.
@@ -474,6 +473,7 @@ TEST(Algebra, OfPivotZeroCorrection) {
   EXPECT_TRUE(same_bits(w.mean, 1.0f + 1.0f / 3.0f));
   EXPECT_TRUE(same_bits(w.m2, 4.0f - 1.0f * (1.0f / 3.0f)));
 }
+
 // The norms' trust rule and scaled finish (core/norm_stats.hpp).
 TEST(Algebra, NormFloatStatsRule) {
   using onorm::core::norm_float_stats_ok;
