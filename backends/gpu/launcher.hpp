@@ -40,6 +40,11 @@ class Launcher {
     rows_kernel<R, W, TPR, ITEMS, BLOCK><<<grid, BLOCK, 0, rt_.stream()>>>(a);
     return rt_.check("rows_kernel launch");
   }
+  template <typename R, int W, int TPR, int ITEMS, int BLOCK, int STAGE>
+  onorm_status stage_rows(unsigned grid, const RowArgs& a, const SplitArgs& s) {
+    stage_rows_kernel<R, W, TPR, ITEMS, BLOCK, STAGE><<<grid, BLOCK, 0, rt_.stream()>>>(a, s);
+    return rt_.check(STAGE == kStageStats ? "row stats launch" : "row finish launch");
+  }
   template <typename R, int W, int ITEMS, int BLOCK, int MODE>
   onorm_status split(unsigned gx, unsigned gy, const RowArgs& a, const SplitArgs& s) {
     split_chunk_kernel<R, W, ITEMS, BLOCK, MODE><<<dim3(gx, gy), BLOCK, 0, rt_.stream()>>>(a, s);

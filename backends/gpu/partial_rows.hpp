@@ -1,18 +1,21 @@
-// The row ops' partial states on the two-read schedule (row_plan.hpp: chunk states, the fixed
-// merge tree, the finish), shared by CUDA and HIP, generic over the op:
-//   STATS   per batch of rows, the chunk states and their merge tree, then state_out_kernel
-//           writes each row's merged state into the caller's states (a row whose statistics
-//           the op does not trust at eps = 0, Op::coefs's ok, is taken again in double from
-//           the row: LayerNorm's moments of offset, tiny or non-finite rows). cols == 0: the
-//           identity for every row.
+// The row ops' partial states (docs/API.md), shared by CUDA and HIP, generic over the op. A
+// slice that the register placement holds (row_plan.hpp: place_registers, any shape) takes its
+// stage there, read once (stage_rows_kernel); longer slices, and finishes with other columns
+// (param_dtype, weight_offset), take the two-read schedule (chunk states, the fixed merge tree,
+// the finish):
+//   STATS   each row's state of the slice into the caller's states (a row whose statistics the
+//           op does not trust at eps = 0, Op::coefs's ok, is taken again in double from the
+//           row: LayerNorm's moments of offset, tiny or non-finite rows). cols == 0: the
+//           identity for every row. Two-read: per batch of rows, the chunk states and their
+//           merge tree, then state_out_kernel.
 //   FINISH  the row coefficients from the given states: ops without a float64 fallback
 //           (softmax, log-softmax) take them in the finish kernel from the state itself (its
 //           final_states); the norms from state_coefs_kernel (moments as Welford<double>, or
 //           as RMSNorm's sum of squares), which the finish reads (row_coefs), mean / rstd
-//           written by the finish; then split_chunk_kernel's finish modes (param_dtype,
-//           weight_offset). A statically quantized y: the float finish into a staging buffer,
-//           then the quantizer (norm_options.hpp; launcher.hpp: run_partial). Dynamic
-//           quantization never arrives (validation: UNSUPPORTED).
+//           written by the finish; in registers, or split_chunk_kernel's finish modes
+//           (param_dtype, weight_offset). A statically quantized y: the float finish into a
+//           staging buffer, then the quantizer (norm_options.hpp; launcher.hpp: run_partial).
+//           Dynamic quantization never arrives (validation: UNSUPPORTED).
 #pragma once
 
 #include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
@@ -24,6 +27,57 @@
 
 namespace onorm {
 namespace gpu {
+
+// A stage of the partial states on the register placement: a group of TPR lanes per row holds
+// the row's slice (ITEMS vectors per thread), its passes those of rows_kernel. STATS writes the
+// slice's state to s.entries[s.row0 + row] (again in double where the op does not trust it,
+// as state_out_kernel); FINISH finishes the slice from the row's coefficients (s.row_coefs, or
+// the state s.final_states) scaled to the slice's own (slice_coefs), with the row outputs.
+template <typename R, int WARP, int TPR, int ITEMS, int BLOCK, int STAGE>
+__global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) stage_rows_kernel(RowArgs a, SplitArgs s) {
+  using Op = typename R::Op;
+  using S = typename Op::Merged;
+  constexpr int GPB = BLOCK / TPR;  // groups per block
+  static_assert(TPR <= WARP || TPR == BLOCK, "row group");
+  static_assert(STAGE == kStageStats || STAGE == kStageFinish, "a stage of the partial states");
+  __shared__ Scratch<Op, WARP, BLOCK> scratch;
+  const int lane = static_cast<int>(threadIdx.x) % TPR;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * GPB + static_cast<int>(threadIdx.x) / TPR;
+  // Inactive groups (past the last row) take part in the shuffles with an empty row.
+  const int n = row < a.rows ? static_cast<int>(a.cols) : 0;
+  const int64_t rr = row < a.rows ? row : 0;
+  float v[Op::kInputs][ITEMS * R::kVec];
+  load_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+  const ChunkStats<Op> cs = chunk_passes<R, ITEMS, TPR>(v, n, lane, RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
+  if constexpr (STAGE == kStageStats) {
+    S st = cs.merged();
+    if constexpr (Op::kF64Fallback) {
+      const double no_eps[ONORM_REQUEST_PARAMS] = {};
+      bool ok;
+      (void)Op::coefs(st, Op::params(no_eps), ok);
+      ok = ok || n == 0;
+      // Warp-uniform (rows_f64): several groups may share a warp.
+      bool any = !ok;
+      if constexpr (TPR < WARP) any = shim::warp_ballot(any) != 0;
+      if (any) {
+        const S st64 = request_row_state_f64<R, WARP, TPR, BLOCK, false>(a, rr, n, lane);
+        if (!ok) st = st64;
+      }
+    }
+    if (n > 0 && lane == 0) static_cast<S*>(s.entries)[s.row0 + row] = st;
+  } else {
+    coefs_t<Op> cf;
+    if constexpr (Op::kF64Fallback) {
+      cf = static_cast<const coefs_t<Op>*>(s.row_coefs)[s.row0 + rr];
+    } else {
+      bool ok;
+      cf = Op::narrow(Op::coefs(static_cast<const S*>(s.final_states)[s.row0 + rr], Op::params(a.param), ok));
+    }
+    cf = slice_coefs<Op>(a, rr, lane, cf, cs, n > 0);
+    finish_items<R, ITEMS, TPR>(a, 0, n, lane, v, cf);
+    store_any<R, ITEMS, TPR>(a, rr, 0, n, lane, v[0]);
+  }
+}
 
 // Each batch row's merged state (s.final_states) into states[row]; a row the op does not trust
 // at eps = 0 is read again in double by the block (the decision is block-uniform: every thread
@@ -72,6 +126,12 @@ template <typename R, int W, typename L>
 onorm_status place_stats(const RowArgs& a, L& l, void* states) {
   using Shape = SplitShape<R>;
   if (a.cols == 0) return l.template merge_parts<typename R::Op::Merged>(a.rows, 0, nullptr, states);
+  {
+    SplitArgs s{};
+    s.entries = states;
+    onorm_status status = ONORM_OK;
+    if (place_registers<R, W, kStageStats>(a, l, status, -1, s)) return status;
+  }
   const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
   const int64_t batch = stage_batch(a, K);
   size_t buf0, buf1;
@@ -98,6 +158,20 @@ onorm_status place_finish(const RowArgs& a, L& l, const Columns& cols, const voi
   using Op = typename R::Op;
   using Shape = SplitShape<R>;
   const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
+  if (a.cols > 0 && cols.finish_mode == kModeFinish && a.cols <= register_max_cols<R>(l.caps())) {
+    SplitArgs s{};
+    if constexpr (Op::kF64Fallback) {
+      onorm_status status = ONORM_OK;
+      s.row_coefs = l.workspace(size_t(a.rows) * sizeof(coefs_t<Op>), status);
+      if (status != ONORM_OK) return status;
+      if (onorm_status e = l.template state_coefs<R>(a.rows, a, s, states)) return e;
+    } else {
+      s.final_states = states;
+    }
+    onorm_status status = ONORM_OK;
+    if (place_registers<R, W, kStageFinish>(a, l, status, -1, s)) return status;
+    return ONORM_ERROR_INTERNAL;  // every row of register_max_cols columns has a shape
+  }
   const int64_t batch = stage_batch(a, K);
   void* coefs = nullptr;
   if constexpr (Op::kF64Fallback) {

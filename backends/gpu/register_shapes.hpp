@@ -55,8 +55,12 @@
 // every op at 8192-16384 columns and for LayerNorm from 4096; slower for the others below. On an
 // H200, with the column vectors' loads batched, LayerNorm from 1024 (groups of 16 and 32 lanes);
 // 48 elements per thread where that fills every lane of rows of three times a power of two
-// (768, 1536, 3072), which left a quarter of them idle in the 64-element shapes.
+// (768, 1536, 3072), which left a quarter of them idle in the 64-element shapes. LayerNorm's
+// rows of 65-512 columns too, before the wide short shapes.
 #define ONORM_GPU_W32_DENSE_SHAPES_VEC8(TRY) \
+  TRY(2, 8, 256)     /* 128 */             \
+  TRY(4, 8, 256)     /* 256 */             \
+  TRY(8, 8, 256)     /* 512 */             \
   TRY(16, 6, 256)    /* 768 */             \
   TRY(16, 8, 256)    /* 1024 */            \
   TRY(32, 6, 256)    /* 1536 */            \

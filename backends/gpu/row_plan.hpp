@@ -15,6 +15,7 @@
 // A backend gives a launcher L (its runtime calls only):
 //   const PlanCaps& caps()
 //   rows<R, W, TPR, ITEMS, BLOCK>(grid, a)                       rows_kernel
+//   stage_rows<R, W, TPR, ITEMS, BLOCK, STAGE>(grid, a, s)       stage_rows_kernel (partial states)
 //   cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<...>(grid, K, a, s),
 //   cluster_stream<...>(K, a, s, status): false where no cluster of it fits    (kClusters)
 //   staged_per_sm<R, W, BLOCK>(smem, status), staged<R, W, BLOCK>(grid, smem, coop, a, s)  (kStaged)
@@ -74,26 +75,40 @@ constexpr int64_t max_blocks() {
 }
 
 // ------------------------------------------------------------------ registers
-template <typename R, int W, int TPR, int ITEMS, int BLOCK, typename L>
-onorm_status launch_rows(const RowArgs& a0, L& l) {
+// What a register placement does with its rows: the whole op (rows_kernel), or one stage of the
+// partial row states on each row's slice (partial_rows.hpp: stage_rows_kernel).
+enum : int { kStageWhole = 0, kStageStats = 1, kStageFinish = 2 };
+
+// s: the stages' states and coefficients, indexed from s.row0 (set here per launch).
+template <typename R, int W, int TPR, int ITEMS, int BLOCK, int STAGE, typename L>
+onorm_status launch_rows(const RowArgs& a0, L& l, const SplitArgs& s0) {
   constexpr int64_t kRpb = BLOCK / TPR;
   constexpr int64_t kMaxRows = max_blocks<BLOCK>() * kRpb;
   for (int64_t r0 = 0; r0 < a0.rows; r0 += kMaxRows) {
     const RowArgs a = rows_from<R>(a0, r0, std::min(kMaxRows, a0.rows - r0));
-    if (onorm_status s = l.template rows<R, W, TPR, ITEMS, BLOCK>(static_cast<unsigned>((a.rows + kRpb - 1) / kRpb), a))
-      return s;
+    const unsigned grid = static_cast<unsigned>((a.rows + kRpb - 1) / kRpb);
+    onorm_status s;
+    if constexpr (STAGE == kStageWhole) {
+      s = l.template rows<R, W, TPR, ITEMS, BLOCK>(grid, a);
+    } else {
+      SplitArgs st = s0;
+      st.row0 = s0.row0 + r0;
+      s = l.template stage_rows<R, W, TPR, ITEMS, BLOCK, STAGE>(grid, a, st);
+    }
+    if (s) return s;
   }
   return ONORM_OK;
 }
 
 // The dense 16-bit shapes (register_shapes.hpp) take the rows of ops of one input without the
 // norms' options (the others measured slower with them) from kDenseMinCols<R> + 1 columns:
-// 4097, or 513 for an op whose finish reads two column vectors (LayerNorm; bench/RESULTS.md,
-// issue 11: +2 to +9 points at 1024 and 2048 on an H200).
+// 4097, or 65 for an op whose finish reads two column vectors (LayerNorm; bench/RESULTS.md,
+// issue 11: +2 to +9 points at 1024 and 2048 on an H200, +6 to +13 at 96-512; at 64 columns a
+// whole row in one thread measured 46% of copy against the wide shape's 77%).
 template <typename R>
 constexpr bool kDenseRows = R::kVec == 8 && R::Op::kInputs == 1 && !R::kOptions;
 template <typename R>
-constexpr int64_t kDenseMinCols = R::Op::kCols >= 2 ? 512 : 4096;
+constexpr int64_t kDenseMinCols = R::Op::kCols >= 2 ? 64 : 4096;
 
 // The longest row the register placement holds for R on this device.
 template <typename R>
@@ -103,23 +118,24 @@ int64_t register_max_cols(const PlanCaps& caps) {
   return R::Op::kPass1 == core::ops::Pass1::kNone ? caps.reg_max_cols_16_one_pass : caps.reg_max_cols_16;
 }
 
-// max_cols: the longest row taken (-1: register_max_cols).
-template <typename R, int W, typename L>
-bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_cols = -1) {
+// max_cols: the longest row taken (-1: register_max_cols). STAGE, s: launch_rows.
+template <typename R, int W, int STAGE = kStageWhole, typename L>
+bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_cols = -1,
+                     const SplitArgs& s = SplitArgs{}) {
   constexpr int V = R::kVec;
   const PlanCaps& caps = l.caps();
   const int64_t c = a.cols;
   if (c > (max_cols < 0 ? register_max_cols<R>(caps) : max_cols)) return false;
-#define ONORM_GPU_TRY_SHAPE(TPR, ITEMS, BLOCK)                  \
-  if (c <= int64_t(TPR) * ITEMS * V) {                          \
-    status = launch_rows<R, W, TPR, ITEMS, BLOCK>(a, l);        \
-    return true;                                                \
+#define ONORM_GPU_TRY_SHAPE(TPR, ITEMS, BLOCK)                     \
+  if (c <= int64_t(TPR) * ITEMS * V) {                             \
+    status = launch_rows<R, W, TPR, ITEMS, BLOCK, STAGE>(a, l, s); \
+    return true;                                                   \
   }
 // Dense shapes no longer than the op's kDenseMinCols are not compiled: by default no row takes
 // them (dense_cols below that reaches the next one).
-#define ONORM_GPU_TRY_DENSE_SHAPE(TPR, ITEMS, BLOCK)            \
-  if constexpr (int64_t(TPR) * ITEMS * V > kDenseMinCols<R>) {  \
-    ONORM_GPU_TRY_SHAPE(TPR, ITEMS, BLOCK)                      \
+#define ONORM_GPU_TRY_DENSE_SHAPE(TPR, ITEMS, BLOCK)               \
+  if constexpr (int64_t(TPR) * ITEMS * V > kDenseMinCols<R>) {     \
+    ONORM_GPU_TRY_SHAPE(TPR, ITEMS, BLOCK)                         \
   }
   if constexpr (W == 32 && V == 4) {
     if (caps.short_wide) {
@@ -127,13 +143,13 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_c
     }
     ONORM_GPU_W32_SHAPES_VEC4(ONORM_GPU_TRY_SHAPE)
   } else if constexpr (W == 32) {
-    if (caps.short_wide) {
-      ONORM_GPU_W32_WIDE_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
-    }
     if constexpr (kDenseRows<R>) {
       if (c > (caps.dense_min_cols_16 > 0 ? caps.dense_min_cols_16 - 1 : kDenseMinCols<R>)) {
         ONORM_GPU_W32_DENSE_SHAPES_VEC8(ONORM_GPU_TRY_DENSE_SHAPE)
       }
+    }
+    if (caps.short_wide) {
+      ONORM_GPU_W32_WIDE_SHAPES_VEC8(ONORM_GPU_TRY_SHAPE)
     }
     if constexpr (R::kOptions) {
       if (c > 3072) {

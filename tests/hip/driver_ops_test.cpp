@@ -533,12 +533,14 @@ TEST(DriverOps, SoftmaxTopkLongRow) {
 
 // ------------------------------------------------------------------ partial row states
 // The rows cut into column slices: each slice's stats, the merge, each slice's finish; y and
-// mean / rstd against the whole row's reference.
+// mean / rstd against the whole row's reference. Slices in the register placement's reach take
+// it (stage_rows_kernel), the others, or all with `two_read`, the two-read schedule.
 // eps == 0: row 0 holds values near 1e-30 (their squares underflow a float).
 template <int W, typename Op>
-void run_partial(onorm_ref::Op rop, onorm_dtype t, int64_t cols, int parts, std::mt19937_64& rng, double eps = 1e-5) {
+void run_partial(onorm_ref::Op rop, onorm_dtype t, int64_t cols, int parts, std::mt19937_64& rng, double eps = 1e-5,
+                 bool two_read = false) {
   SCOPED_TRACE("W" + std::to_string(W) + " " + onorm_ref::op_name(rop) + " cols " + std::to_string(cols) + " parts " +
-               std::to_string(parts));
+               std::to_string(parts) + (two_read ? " two-read" : ""));
   using S = gpu::partial_state_t<Op>;
   using StatsOp = typename std::conditional<std::is_same<Op, ops::RmsNorm>::value, ops::LayerNorm,
                                             typename std::conditional<std::is_same<Op, ops::LogSoftmax>::value,
@@ -563,6 +565,8 @@ void run_partial(onorm_ref::Op rop, onorm_dtype t, int64_t cols, int parts, std:
   std::vector<int64_t> cut(parts + 1);
   for (int p = 0; p <= parts; ++p) cut[p] = cols * p / parts;
   DriverLauncher l(W);
+  if (two_read) l.caps().reg_max_cols_f32 = 0;
+  const bool registers = !two_read && cols / parts + 1 <= l.caps().reg_max_cols_f32;
   for (int p = 0; p < parts; ++p) {
     onorm_request q{};
     q.op = ONORM_OP_SOFTMAX;
@@ -596,6 +600,7 @@ void run_partial(onorm_ref::Op rop, onorm_dtype t, int64_t cols, int parts, std:
               ONORM_OK);
   }
   ASSERT_TRUE(l.errors().empty()) << l.errors();
+  EXPECT_EQ(l.stage_rows_launches(), registers ? 2 * parts : 0);
   const onorm_ref::Result ref =
       onorm_ref::compute(rop, x.r, norm ? gamma.r.data : nullptr, rop == onorm_ref::Op::layer_norm ? beta.r.data : nullptr, eps);
   const onorm_ref::Report rep = onorm_ref::check(rop, ref, y.r, norm ? gamma.r.data : nullptr, t,
@@ -612,6 +617,10 @@ TEST(DriverOps, PartialStates) {
   run_partial<64, ops::RmsNorm>(onorm_ref::Op::rms_norm, ONORM_F32, 3000, 3, rng);
   run_partial<64, ops::LayerNorm>(onorm_ref::Op::layer_norm, ONORM_F32, 777, 2, rng, 0.0);
   run_partial<32, ops::RmsNorm>(onorm_ref::Op::rms_norm, ONORM_F32, 777, 2, rng, 0.0);
+  run_partial<32, ops::Softmax>(onorm_ref::Op::softmax, ONORM_F32, 40000, 2, rng);  // slices past the registers
+  run_partial<32, ops::LogSoftmax>(onorm_ref::Op::log_softmax, ONORM_F32, 5000, 3, rng, 1e-5, true);
+  run_partial<64, ops::LayerNorm>(onorm_ref::Op::layer_norm, ONORM_F32, 20000, 2, rng, 1e-5, true);
+  run_partial<32, ops::RmsNorm>(onorm_ref::Op::rms_norm, ONORM_F32, 777, 2, rng, 0.0, true);
 }
 
 TEST(DriverOps, StatsOfNoColumnsAndMergeOfNoParts) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "simt_device.hpp"
+#include "gpu/partial_rows.hpp"
 #include "gpu/row_plan.hpp"
 
 namespace onorm_sim_test {
@@ -17,6 +18,14 @@ class SimKernels {
   // l2_bytes: small, so that the two-read schedules run several row batches.
   SimKernels(int hardware_warp, int64_t l2_bytes) : warp_(hardware_warp) { caps_.l2_bytes = l2_bytes; }
   const onorm::gpu::PlanCaps& caps() const { return caps_; }
+  // The planner's capabilities, for a test to change (a placement's bounds).
+  onorm::gpu::PlanCaps& caps() { return caps_; }
+  template <typename R, int W, int TPR, int ITEMS, int BLOCK, int STAGE>
+  onorm_status stage_rows(unsigned grid, const onorm::gpu::RowArgs& a, const onorm::gpu::SplitArgs& s) {
+    ++stage_rows_launches_;
+    return run(grid, 1, BLOCK, [a, s] { onorm::gpu::stage_rows_kernel<R, W, TPR, ITEMS, BLOCK, STAGE>(a, s); });
+  }
+  int stage_rows_launches() const { return stage_rows_launches_; }
   void* workspace(size_t bytes, onorm_status& status) {
     workspace_.assign(bytes, 0xa5);  // poisoned: a state read before it is written shows
     status = ONORM_OK;
@@ -34,6 +43,7 @@ class SimKernels {
 
  private:
   int warp_;
+  int stage_rows_launches_ = 0;
   onorm::gpu::PlanCaps caps_;
   std::vector<unsigned char> workspace_;
 };
