@@ -4,7 +4,10 @@
 // 32 floats per input; a row group never exceeds the warp, blocks are whole warps. Measured
 // choices (bench/cuda/NOTES.md): one row per group; on NVIDIA, short rows take the "wide"
 // entries (half the lanes per row, twice the vectors per thread: fewer shuffle levels, more
-// bytes in flight per thread), ONLINENORM_TUNE=short_wide=0 the plain ones.
+// bytes in flight per thread), ONLINENORM_TUNE=short_wide=0 the plain ones. Three items a
+// thread where a row of three times a power of two (96, 192, 384) left a quarter of the lanes
+// idle: 16-bit rows of 65-384 columns, f32 of 65-96 (f32 at 129-192 and 257-384 measured slower
+// so; bench/RESULTS.md, issue 11).
 #pragma once
 
 // ------------------------------------------------------------- 32-lane warps (NVIDIA, RDNA)
@@ -31,6 +34,7 @@
   TRY(8, 1, 256)     /* 64 */          \
   TRY(16, 1, 256)    /* 128 */         \
   TRY(32, 1, 256)    /* 256 */         \
+  TRY(16, 3, 256)    /* 384 */         \
   TRY(32, 2, 256)    /* 512 */         \
   TRY(32, 3, 256)    /* 768 */         \
   TRY(32, 4, 256)    /* 1024 */        \
@@ -58,8 +62,11 @@
 // (768, 1536, 3072), which left a quarter of them idle in the 64-element shapes. LayerNorm's
 // rows of 65-512 columns too, before the wide short shapes.
 #define ONORM_GPU_W32_DENSE_SHAPES_VEC8(TRY) \
+  TRY(2, 6, 256)     /* 96 */              \
   TRY(2, 8, 256)     /* 128 */             \
+  TRY(4, 6, 256)     /* 192 */             \
   TRY(4, 8, 256)     /* 256 */             \
+  TRY(8, 6, 256)     /* 384 */             \
   TRY(8, 8, 256)     /* 512 */             \
   TRY(16, 6, 256)    /* 768 */             \
   TRY(16, 8, 256)    /* 1024 */            \
@@ -75,12 +82,15 @@
 #define ONORM_GPU_W32_WIDE_SHAPES_VEC4(TRY) \
   TRY(4, 2, 256)     /* 32 */               \
   TRY(8, 2, 256)     /* 64 */               \
+  TRY(8, 3, 256)     /* 96 */               \
   TRY(16, 2, 256)    /* 128 */              \
   TRY(16, 4, 256)    /* 256 */
 #define ONORM_GPU_W32_WIDE_SHAPES_VEC8(TRY) \
   TRY(4, 1, 256)     /* 32 */               \
   TRY(4, 2, 256)     /* 64 */               \
+  TRY(4, 3, 256)     /* 96 */               \
   TRY(8, 2, 256)     /* 128 */              \
+  TRY(8, 3, 256)     /* 192 */              \
   TRY(16, 2, 256)    /* 256 */
 
 // ------------------------------------------------------------- 64-lane waves (CDNA)
