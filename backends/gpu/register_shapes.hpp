@@ -7,7 +7,9 @@
 // bytes in flight per thread), ONLINENORM_TUNE=short_wide=0 the plain ones. Three items a
 // thread where a row of three times a power of two (96, 192, 384) left a quarter of the lanes
 // idle: 16-bit rows of 65-384 columns, f32 of 65-96 (f32 at 129-192 and 257-384 measured slower
-// so; bench/RESULTS.md, issue 11).
+// so; bench/RESULTS.md, issue 11). Models' hidden sizes between the powers of two (2560, 3584,
+// 5120, 7168) have shapes that fill them: blocks of five and seven warps, or five and seven
+// items a thread.
 #pragma once
 
 // ------------------------------------------------------------- 32-lane warps (NVIDIA, RDNA)
@@ -22,9 +24,13 @@
   TRY(32, 8, 256)    /* 1024 */        \
   TRY(96, 4, 96)     /* 1536 */        \
   TRY(128, 4, 128)   /* 2048 */        \
+  TRY(160, 4, 160)   /* 2560 */        \
   TRY(192, 4, 192)   /* 3072 */        \
+  TRY(224, 4, 224)   /* 3584 */        \
   TRY(256, 4, 256)   /* 4096 */        \
+  TRY(160, 8, 160)   /* 5120 */        \
   TRY(384, 4, 384)   /* 6144 */        \
+  TRY(224, 8, 224)   /* 7168 */        \
   TRY(512, 4, 512)   /* 8192 */        \
   TRY(384, 8, 384)   /* 12288 */       \
   TRY(512, 8, 512)   /* 16384 */
@@ -40,9 +46,13 @@
   TRY(32, 4, 256)    /* 1024 */        \
   TRY(64, 3, 64)     /* 1536 */        \
   TRY(128, 2, 128)   /* 2048 */        \
+  TRY(160, 2, 160)   /* 2560 */        \
   TRY(128, 3, 128)   /* 3072 */        \
+  TRY(224, 2, 224)   /* 3584 */        \
   TRY(256, 2, 256)   /* 4096 */        \
+  TRY(160, 4, 160)   /* 5120 */        \
   TRY(384, 2, 384)   /* 6144 */        \
+  TRY(224, 4, 224)   /* 7168 */        \
   TRY(512, 2, 512)   /* 8192 */        \
   TRY(384, 4, 384)   /* 12288 */       \
   TRY(512, 4, 512)   /* 16384 */
@@ -72,9 +82,13 @@
   TRY(16, 8, 256)    /* 1024 */            \
   TRY(32, 6, 256)    /* 1536 */            \
   TRY(32, 8, 256)    /* 2048 */            \
+  TRY(64, 5, 64)     /* 2560 */            \
   TRY(64, 6, 64)     /* 3072 */            \
+  TRY(64, 7, 64)     /* 3584 */            \
   TRY(64, 8, 64)     /* 4096 */            \
+  TRY(128, 5, 128)   /* 5120 */            \
   TRY(96, 8, 96)     /* 6144 */            \
+  TRY(128, 7, 128)   /* 7168 */            \
   TRY(128, 8, 128)   /* 8192 */            \
   TRY(192, 8, 192)   /* 12288 */           \
   TRY(256, 8, 256)   /* 16384 */
