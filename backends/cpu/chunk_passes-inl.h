@@ -175,16 +175,34 @@ HWY_INLINE void Pass2Of(DF d, const In* const* inputs, size_t n, float pivot, fl
     sums[s] = hn::GetLane(hn::SumOfLanes(d, hn::Add(total[s], hn::Add(hn::Add(a0[s], a1[s]), hn::Add(a2[s], a3[s])))));
 }
 
-// The state of one chunk (Op::Merged, the type the row's chunks merge in); with kept !=
-// nullptr, kept gets the op's lift (Op::kKeepsLift).
+// What one chunk's passes leave: pass 1's result, the pivot, pass 2's sums over n elements;
+// the chunk's state in any scalar type (Op::state).
+template <class Op>
+struct ChunkSums {
+  int64_t n;
+  float r1, p;
+  float sums[Op::kSums];
+  template <typename T>
+  auto state() const {
+    return Op::template state<T>(n, r1, p, static_cast<const float*>(sums));
+  }
+};
+
+// Both passes over one chunk; with kept != nullptr, kept gets the op's lift (Op::kKeepsLift).
+template <class Op, class Math, typename In>
+HWY_INLINE ChunkSums<Op> ChunkSumsOf(DF d, const In* const* x, size_t n, float* kept, bool pf) {
+  ChunkSums<Op> s;
+  s.n = static_cast<int64_t>(n);
+  s.r1 = Pass1Of<Op>(d, x[0], n);
+  s.p = Op::pivot(s.r1, s.n);
+  Pass2Of<Op, Math>(d, x, n, s.p, kept, pf, s.sums);
+  return s;
+}
+
+// The state of one chunk (Op::Merged, the type the row's chunks merge in).
 template <class Op, class Math, typename In>
 HWY_INLINE typename Op::Merged ChunkStateOf(DF d, const In* const* x, size_t n, float* kept, bool pf) {
-  using T = typename StateScalar<typename Op::Merged>::type;
-  const float r1 = Pass1Of<Op>(d, x[0], n);
-  const float p = Op::pivot(r1, static_cast<int64_t>(n));
-  float sums[Op::kSums];
-  Pass2Of<Op, Math>(d, x, n, p, kept, pf, sums);
-  return Op::template state<T>(static_cast<int64_t>(n), r1, p, static_cast<const float*>(sums));
+  return ChunkSumsOf<Op, Math>(d, x, n, kept, pf).template state<typename StateScalar<typename Op::Merged>::type>();
 }
 
 }  // namespace HWY_NAMESPACE

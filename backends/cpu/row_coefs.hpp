@@ -4,6 +4,8 @@
 // per row and short rows feel every nanosecond.
 #pragma once
 
+#include <type_traits>
+
 #include "backend_interface.h"
 #include "scalar_rows.hpp"
 
@@ -32,6 +34,24 @@ inline FloatCoefs<Op> row_coefs(const onorm_request& q, const typename Op::Merge
   }
   Op::write_row_outputs(c, q.row_out, r);
   return c;
+}
+
+// A row of one chunk (sums: its ChunkSums): the coefficients of its float state where the op
+// trusts them (the GPU's register rows take the same), else row_coefs of its merge state. A
+// norm's merge state is double: its division, square root and scaled narrowing cost a short
+// row more than its float ones.
+template <class Op, class Sums>
+inline FloatCoefs<Op> one_chunk_coefs(const onorm_request& q, const Sums& sums, int64_t r) {
+  using T = typename StateScalar<typename Op::Merged>::type;
+  if constexpr (!std::is_same<T, float>::value) {
+    bool ok = false;
+    const FloatCoefs<Op> c = Op::coefs(sums.template state<float>(), Op::params(q.param), ok);
+    if (ok) {
+      Op::write_row_outputs(c, q.row_out, r);
+      return c;
+    }
+  }
+  return row_coefs<Op>(q, sums.template state<T>(), r);
 }
 
 }  // namespace cpu

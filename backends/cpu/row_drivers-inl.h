@@ -71,17 +71,13 @@ HWY_INLINE void RowGroup(const onorm_request& q, int64_t r, unsigned opts, float
   const size_t n = static_cast<size_t>(cols);
   const In* x[Op::kInputs];
   const In* col[kColSlots<Op>];
-  typename Op::Merged states[kRowGroup];
+  ChunkSums<Op> sums[kRowGroup];
   for (int64_t g = 0; g < kRowGroup; ++g) {
     RowInputs<Op>(q, r + g, 0, x);
-    states[g] = ChunkStateOf<Op, SimdMathFor<Out>>(d, x, n, kept ? kept + g * cols : nullptr, pf);
+    sums[g] = ChunkSumsOf<Op, SimdMathFor<Out>>(d, x, n, kept ? kept + g * cols : nullptr, pf);
   }
   FloatCoefs<Op> c[kRowGroup];
-  for (int64_t g = 0; g < kRowGroup; ++g) {
-    core::PairwiseFold<typename Op::Merged> fold;
-    fold.push(states[g]);
-    c[g] = row_coefs<Op>(q, fold.result(), r + g);
-  }
+  for (int64_t g = 0; g < kRowGroup; ++g) c[g] = one_chunk_coefs<Op>(q, sums[g], r + g);
   const unsigned mask = RowCols<Op>(q, 0, col);
   for (int64_t g = 0; g < kRowGroup; ++g) {
     RowInputs<Op>(q, r + g, 0, x);
@@ -89,7 +85,8 @@ HWY_INLINE void RowGroup(const onorm_request& q, int64_t r, unsigned opts, float
     if constexpr (Op::kKeepsLift) {
       if (kept) {
         const WriteSources<In> src{nullptr, kept + g * cols, col};
-        WriteRangeCols<Op, true>(mask, d, Op::chunk_coefs(c[g], states[g]), src, y, n, opts,
+        using T = typename StateScalar<typename Op::Merged>::type;
+        WriteRangeCols<Op, true>(mask, d, Op::chunk_coefs(c[g], sums[g].template state<T>()), src, y, n, opts,
                                  WritePrefetch(q, x[0], opts));
         continue;
       }
@@ -146,13 +143,20 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
         continue;
       }
     }
-    for (int64_t k = 0; k < chunks; ++k) {
-      const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-      if (sum) AddColumns<In>(q, *sum, r, b, static_cast<size_t>(n));
-      RowInputs<Op>(q, r, b, x);
-      fold.push(ChunkStateOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(n), nullptr, pf));
+    FloatCoefs<Op> c;
+    if (chunks == 1) {  // as RowGroup's rows
+      if (sum) AddColumns<In>(q, *sum, r, 0, static_cast<size_t>(cols));
+      RowInputs<Op>(q, r, 0, x);
+      c = one_chunk_coefs<Op>(q, ChunkSumsOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(cols), nullptr, pf), r);
+    } else {
+      for (int64_t k = 0; k < chunks; ++k) {
+        const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
+        if (sum) AddColumns<In>(q, *sum, r, b, static_cast<size_t>(n));
+        RowInputs<Op>(q, r, b, x);
+        fold.push(ChunkStateOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(n), nullptr, pf));
+      }
+      c = row_coefs<Op>(q, fold.result(), r);
     }
-    const FloatCoefs<Op> c = row_coefs<Op>(q, fold.result(), r);
     RowInputs<Op>(q, r, 0, x);
     const unsigned mask = RowCols<Op>(q, 0, col);
     Out* y = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride;
