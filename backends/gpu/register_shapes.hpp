@@ -70,7 +70,7 @@
 // H200, with the column vectors' loads batched, LayerNorm from 1024 (groups of 16 and 32 lanes);
 // 48 elements per thread where that fills every lane of rows of three times a power of two
 // (768, 1536, 3072), which left a quarter of them idle in the 64-element shapes. LayerNorm's
-// rows of 65-512 columns too, before the wide short shapes.
+// rows of 65-512 columns too, before the wide short shapes; the other ops' from 2049 columns.
 #define ONORM_GPU_W32_DENSE_SHAPES_VEC8(TRY) \
   TRY(2, 6, 256)     /* 96 */              \
   TRY(2, 8, 256)     /* 128 */             \
