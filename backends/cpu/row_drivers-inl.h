@@ -144,19 +144,15 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
       }
     }
     FloatCoefs<Op> c;
-    if (chunks == 1) {  // as RowGroup's rows
-      if (sum) AddColumns<In>(q, *sum, r, 0, static_cast<size_t>(cols));
-      RowInputs<Op>(q, r, 0, x);
-      c = one_chunk_coefs<Op>(q, ChunkSumsOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(cols), nullptr, pf), r);
-    } else {
-      for (int64_t k = 0; k < chunks; ++k) {
-        const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
-        if (sum) AddColumns<In>(q, *sum, r, b, static_cast<size_t>(n));
-        RowInputs<Op>(q, r, b, x);
-        fold.push(ChunkStateOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(n), nullptr, pf));
-      }
-      c = row_coefs<Op>(q, fold.result(), r);
+    for (int64_t k = 0; k < chunks; ++k) {
+      const int64_t b = k * kChunk, n = std::min(kChunk, cols - b);
+      if (sum) AddColumns<In>(q, *sum, r, b, static_cast<size_t>(n));
+      RowInputs<Op>(q, r, b, x);
+      const ChunkSums<Op> s = ChunkSumsOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(n), nullptr, pf);
+      if (chunks == 1) c = one_chunk_coefs<Op>(q, s, r);  // as RowGroup's rows
+      else fold.push(s.template state<typename StateScalar<typename Op::Merged>::type>());
     }
+    if (chunks != 1) c = row_coefs<Op>(q, fold.result(), r);
     RowInputs<Op>(q, r, 0, x);
     const unsigned mask = RowCols<Op>(q, 0, col);
     Out* y = static_cast<Out*>(q.out[0].data) + r * q.out[0].row_stride;
