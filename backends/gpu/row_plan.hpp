@@ -102,10 +102,9 @@ onorm_status launch_rows(const RowArgs& a0, L& l, const SplitArgs& s0) {
 
 // The dense 16-bit shapes (register_shapes.hpp) take the rows of ops of one input without the
 // norms' options (the others measured slower with them) from kDenseMinCols<R> + 1 columns:
-// 2049 (on an H200 +3..+10 points at 2560, 3584 and 4096 columns, -3 for RMSNorm at 3072), or
-// 65 for an op whose finish reads two column vectors (LayerNorm; bench/RESULTS.md,
-// issue 11: +2 to +9 points at 1024 and 2048 on an H200, +6 to +13 at 96-512; at 64 columns a
-// whole row in one thread measured 46% of copy against the wide shape's 77%).
+// 2049, or 65 for an op whose finish reads two column vectors (LayerNorm), where they measured
+// faster on an H200; at 64 columns a whole row in one thread is slower than the wide shapes
+// (bench/RESULTS.md, issue 11).
 template <typename R>
 constexpr bool kDenseRows = R::kVec == 8 && R::Op::kInputs == 1 && !R::kOptions;
 template <typename R>
