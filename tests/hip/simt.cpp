@@ -6,6 +6,8 @@
 #include <memory>
 #include <sstream>
 
+#include "fiber.hpp"
+
 namespace onorm_sim {
 
 namespace {
@@ -13,7 +15,7 @@ namespace {
 enum class State { runnable, at_syncthreads, at_warp, done };
 
 struct Thread {
-  ucontext_t ctx;
+  FiberContext ctx;
   dim3 tid;
   int linear = 0;
   State state = State::runnable;
@@ -33,10 +35,11 @@ class Machine {
   std::vector<std::unique_ptr<char[]>> stacks;
   std::vector<unsigned char> dynamic;
   Thread* current = nullptr;
-  ucontext_t scheduler;
+  FiberContext scheduler;
   std::vector<std::string> errors;
   const std::function<void()>* kernel = nullptr;
   bool abort_block = false;
+  std::vector<Thread*> waiting;  // complete_warp's lanes at a collective
 
   void error(const std::string& what) {
     if (errors.size() < kMaxErrors) {
@@ -52,7 +55,7 @@ class Machine {
 
   void block_on(State s) {
     current->state = s;
-    swapcontext(&current->ctx, &scheduler);
+    switch_fiber(current->ctx, scheduler);
   }
 
   static void trampoline();
@@ -63,7 +66,13 @@ class Machine {
 
 namespace {
 Machine* g_machine = nullptr;
+
+// Fiber stacks kept from launch to launch (a fresh one costs page faults as it is first touched).
+std::vector<std::unique_ptr<char[]>>& stack_pool() {
+  static std::vector<std::unique_ptr<char[]>> pool;
+  return pool;
 }
+}  // namespace
 
 Machine& machine() { return *g_machine; }
 
@@ -71,7 +80,7 @@ void Machine::trampoline() {
   Machine& m = *g_machine;
   (*m.kernel)();
   m.current->state = State::done;
-  swapcontext(&m.current->ctx, &m.scheduler);
+  switch_fiber(m.current->ctx, m.scheduler);
 }
 
 // Completes the collective that warp w's waiting lanes reached, if every live lane of w waits.
@@ -79,7 +88,8 @@ bool Machine::complete_warp(int w) {
   const int n = static_cast<int>(threads.size());
   const int first = w * warp;
   const int last = first + warp < n ? first + warp : n;
-  std::vector<Thread*> at;
+  std::vector<Thread*>& at = waiting;  // reused: an allocation per collective was a tenth of the run
+  at.clear();
   for (int i = first; i < last; ++i) {
     if (threads[i].state == State::runnable) return false;
     if (threads[i].state == State::at_warp) at.push_back(&threads[i]);
@@ -167,11 +177,7 @@ void Machine::run_block() {
     Thread& t = threads[i];
     t.state = State::runnable;
     t.collective = nullptr;
-    getcontext(&t.ctx);
-    t.ctx.uc_stack.ss_sp = stacks[i].get();
-    t.ctx.uc_stack.ss_size = kStackBytes;
-    t.ctx.uc_link = nullptr;
-    makecontext(&t.ctx, &Machine::trampoline, 0);
+    make_fiber(t.ctx, stacks[i].get(), kStackBytes, &Machine::trampoline);
   }
   const int warps = (n + warp - 1) / warp;
   for (;;) {
@@ -179,7 +185,7 @@ void Machine::run_block() {
     for (int i = 0; i < n; ++i) {
       if (threads[i].state != State::runnable) continue;
       current = &threads[i];
-      swapcontext(&scheduler, &threads[i].ctx);
+      switch_fiber(scheduler, threads[i].ctx);
       current = nullptr;
       progressed = true;
     }
@@ -260,7 +266,13 @@ std::vector<std::string> launch(int warp_width, dim3 grid, dim3 block, size_t dy
   if (n == 0 || n > 1024) return {"emulator: block size must be 1..1024 threads"};
   m.threads.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    m.stacks.emplace_back(new char[kStackBytes]);
+    auto& pool = stack_pool();
+    if (pool.empty()) {
+      m.stacks.emplace_back(new char[kStackBytes]);
+    } else {
+      m.stacks.push_back(std::move(pool.back()));
+      pool.pop_back();
+    }
     Thread& t = m.threads[i];
     t.linear = static_cast<int>(i);
     t.tid = dim3(static_cast<unsigned>(i % block.x), static_cast<unsigned>((i / block.x) % block.y),
@@ -275,6 +287,7 @@ std::vector<std::string> launch(int warp_width, dim3 grid, dim3 block, size_t dy
         m.run_block();
       }
   g_machine = saved;
+  for (auto& stack : m.stacks) stack_pool().push_back(std::move(stack));
   return m.errors;
 }
 

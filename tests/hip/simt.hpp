@@ -4,7 +4,7 @@
 // lanes meets 64: lane masks, shared arrays sized for 32, partial warps, shuffles that read a
 // lane that is not there.
 //
-// Every thread of a block is a fiber (ucontext); one block runs at a time, blocks in order.
+// Every thread of a block is a fiber (fiber.hpp); one block runs at a time, blocks in order.
 // A thread runs until it reaches a collective (a shuffle, ballot, __syncwarp, __syncthreads) or
 // returns. A warp collective completes once every live lane of the warp is waiting somewhere;
 // the lanes waiting at it take part, the others do not. Reading from a lane that does not take
@@ -17,8 +17,6 @@
 // time, so that is per-block storage); onorm_sim::dynamic_shared() is the dynamic part.
 // It is a test device: single-threaded, slow (a context switch per thread per collective).
 #pragma once
-
-#include <ucontext.h>
 
 #include <cstddef>
 #include <cstdint>
