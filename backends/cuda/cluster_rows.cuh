@@ -116,9 +116,11 @@ __device__ __forceinline__ void cluster_store_quantized(const gpu::RowArgs& a, i
 // Blocks per SM that the kernels' register cap leaves room for: 1024 threads' worth, or three
 // blocks of 256 for the ops of two inputs (the backward passes), whose slices spill under the
 // cap of four (ptxas, sm_90a). The norms spill too but measured slower with fewer blocks
-// (bench/RESULTS.md, issue 11).
-template <typename R, int BLOCK>
+// (bench/RESULTS.md, issue 11). Slices of 64 elements a thread: 512 threads' worth, as the
+// dense register rows.
+template <typename R, int ITEMS, int BLOCK>
 constexpr int cluster_min_blocks() {
+  if constexpr (ITEMS * R::kVec > 32) return 512 / BLOCK;
   return (R::Op::kInputs > 1 && BLOCK == 256 ? 768 : 1024) / BLOCK;
 }
 
@@ -212,7 +214,7 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
 // grid.x = rows of this launch * K, cluster (K, 1, 1); s.chunk = columns per slice (a multiple
 // of the vector width), s.chunks = K, s.row0 = the launch's first row.
 template <typename R, int WARP, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, BLOCK>())) cluster_rows_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
+__global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, ITEMS, BLOCK>())) cluster_rows_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Op = typename R::Op;
   __shared__ gpu::Scratch<Op, WARP, BLOCK> scratch;
@@ -300,7 +302,7 @@ __device__ __forceinline__ void stage_slice(const gpu::RowArgs& a, int64_t row, 
 // stream_smem_bytes<R>(s.chunk). Ops of one input; the planner checks the copy engine's
 // alignment (stream_rows).
 template <typename R, int WARP, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, BLOCK>())) cluster_stream_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
+__global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, ITEMS, BLOCK>())) cluster_stream_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Op = typename R::Op;
   static_assert(Op::kInputs == 1, "one input staged");

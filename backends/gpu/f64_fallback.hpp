@@ -88,20 +88,50 @@ ONORM_DEV typename R::Op::template State<double> request_row_state_f64(const Row
   else return row_state_f64<R, WARP, TPR, BLOCK>(x0, x1, res, n, lane);
 }
 
+// Whether any row group of the calling warp needs its row in double (`need`: uniform within a
+// group). The double pass is a group's collective, so the decision must be warp-uniform where
+// several groups share a warp (TPR < WARP: one vote); one group per warp (TPR == WARP) or per
+// block (TPR == BLOCK: every thread holds the row's state) decides uniformly already.
+template <int WARP, int TPR>
+ONORM_DEV bool groups_need_f64(bool need) {
+  if constexpr (TPR < WARP) return shim::warp_ballot(need) != 0;
+  else return need;
+}
+
+// Whether the op trusts a merged state's float statistics without knowing eps: a partial
+// state is finished later with any eps, so a slice's state is trusted only where eps = 0 is.
+template <typename Op>
+ONORM_DEV bool trusted_at_eps0(const typename Op::Merged& st) {
+  const double no_eps[ONORM_REQUEST_PARAMS] = {};
+  bool ok;
+  (void)Op::coefs(st, Op::params(no_eps), ok);
+  return ok;
+}
+
+// A row's merged state for the partial states (STATS), again in double from memory where the
+// op does not trust it at eps = 0 (every thread of the group calls it; rows of no columns are
+// trusted). kCall as for request_row_state_f64.
+template <typename R, int WARP, int TPR, int BLOCK, bool kCall>
+ONORM_DEV void state_trusted_at_eps0(const RowArgs& a, int64_t row, int64_t n, int lane,
+                                     typename R::Op::Merged& st) {
+  if constexpr (R::Op::kF64Fallback) {
+    const bool ok = n == 0 || trusted_at_eps0<typename R::Op>(st);
+    if (!groups_need_f64<WARP, TPR>(!ok)) return;
+    const typename R::Op::Merged st64 = request_row_state_f64<R, WARP, TPR, BLOCK, kCall>(a, row, n, lane);
+    if (!ok) st = st64;
+  }
+}
+
 // Register placements: the rows whose float coefficients failed (ok false) get cf again in
-// double. The decision is made warp-uniform (TPR < WARP: several row groups share a warp;
-// their flags are or-ed over the warp) or is block-uniform already (TPR == WARP: one group per
-// warp; TPR == BLOCK: every thread holds the row's coefficients). Rows that passed keep their
-// float coefficients: a row's result does not depend on its neighbours. Returns whether the
-// warp took the double path: the caller then loads its values again, so that they are not
-// live during the double pass (which would cost the float path registers).
+// double, the decision warp-uniform (groups_need_f64). Rows that passed keep their float
+// coefficients: a row's result does not depend on its neighbours. Returns whether the warp
+// took the double path: the caller then loads its values again, so that they are not live
+// during the double pass (which would cost the float path registers).
 template <typename R, int WARP, int TPR, int BLOCK>
 ONORM_DEV bool rows_f64(const RowArgs& a, int64_t row, int n, int lane, const typename R::Op::Params& prm, bool ok,
                         coefs_t<typename R::Op>& cf) {
   using Op = typename R::Op;
-  bool any = !ok;
-  if constexpr (TPR < WARP) any = shim::warp_ballot(any) != 0;  // one vote for the warp's groups
-  if (!any) return false;  // warp-uniform (block-uniform for TPR == BLOCK)
+  if (!groups_need_f64<WARP, TPR>(!ok)) return false;
   const auto st = request_row_state_f64<R, WARP, TPR, BLOCK, false>(a, row, n, lane);
   if (!ok) {
     bool ok64;

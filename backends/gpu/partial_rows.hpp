@@ -37,34 +37,18 @@ template <typename R, int WARP, int TPR, int ITEMS, int BLOCK, int STAGE>
 __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) stage_rows_kernel(RowArgs a, SplitArgs s) {
   using Op = typename R::Op;
   using S = typename Op::Merged;
-  constexpr int GPB = BLOCK / TPR;  // groups per block
-  static_assert(TPR <= WARP || TPR == BLOCK, "row group");
   static_assert(STAGE == kStageStats || STAGE == kStageFinish, "a stage of the partial states");
   __shared__ Scratch<Op, WARP, BLOCK> scratch;
-  const int lane = static_cast<int>(threadIdx.x) % TPR;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * GPB + static_cast<int>(threadIdx.x) / TPR;
-  // Inactive groups (past the last row) take part in the shuffles with an empty row.
-  const int n = row < a.rows ? static_cast<int>(a.cols) : 0;
-  const int64_t rr = row < a.rows ? row : 0;
+  const RegisterRow<WARP, TPR, BLOCK> g(a);
+  const int lane = g.lane, n = g.n;
+  const int64_t rr = g.row;
   float v[Op::kInputs][ITEMS * R::kVec];
   load_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
   const ChunkStats<Op> cs = chunk_passes<R, ITEMS, TPR>(v, n, lane, RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
   if constexpr (STAGE == kStageStats) {
     S st = cs.merged();
-    if constexpr (Op::kF64Fallback) {
-      const double no_eps[ONORM_REQUEST_PARAMS] = {};
-      bool ok;
-      (void)Op::coefs(st, Op::params(no_eps), ok);
-      ok = ok || n == 0;
-      // Warp-uniform (rows_f64): several groups may share a warp.
-      bool any = !ok;
-      if constexpr (TPR < WARP) any = shim::warp_ballot(any) != 0;
-      if (any) {
-        const S st64 = request_row_state_f64<R, WARP, TPR, BLOCK, false>(a, rr, n, lane);
-        if (!ok) st = st64;
-      }
-    }
-    if (n > 0 && lane == 0) static_cast<S*>(s.entries)[s.row0 + row] = st;
+    state_trusted_at_eps0<R, WARP, TPR, BLOCK, false>(a, rr, n, lane, st);
+    if (n > 0 && lane == 0) static_cast<S*>(s.entries)[s.row0 + rr] = st;
   } else {
     coefs_t<Op> cf;
     if constexpr (Op::kF64Fallback) {
@@ -88,13 +72,7 @@ __global__ void __launch_bounds__(BLOCK) state_out_kernel(RowArgs a, SplitArgs s
   using S = typename Op::Merged;
   const int64_t row = s.row0 + blockIdx.x;
   S st = static_cast<const S*>(s.final_states)[blockIdx.x];
-  (void)a;  // read again: ops with a float64 fallback only
-  if constexpr (Op::kF64Fallback) {
-    const double no_eps[ONORM_REQUEST_PARAMS] = {};
-    bool ok;
-    (void)Op::coefs(st, Op::params(no_eps), ok);
-    if (!ok) st = request_row_state_f64<R, WARP, BLOCK, BLOCK, true>(a, row, a.cols, static_cast<int>(threadIdx.x));
-  }
+  state_trusted_at_eps0<R, WARP, BLOCK, BLOCK, true>(a, row, a.cols, static_cast<int>(threadIdx.x), st);
   if (threadIdx.x == 0) static_cast<S*>(states)[row] = st;
 }
 
@@ -170,7 +148,7 @@ onorm_status place_finish(const RowArgs& a, L& l, const Columns& cols, const voi
     }
     onorm_status status = ONORM_OK;
     if (place_registers<R, W, kStageFinish>(a, l, status, -1, s)) return status;
-    return ONORM_ERROR_INTERNAL;  // every row of register_max_cols columns has a shape
+    // No register shape for this width (none today): the two-read finish below.
   }
   const int64_t batch = stage_batch(a, K);
   void* coefs = nullptr;

@@ -170,13 +170,19 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_c
 
 // ------------------------------------------------------------------ cluster
 // Slices from small to large, (BLOCK threads, E elements per thread): 32 elements per thread,
-// then twice the threads.
+// then twice the threads; 16-bit softmax and log-softmax twice the elements instead (the dense
+// register shapes' load, two blocks an SM). Measured on an H200 (bench/RESULTS.md, issue 11):
+// softmax and log-softmax bf16 at 262144 columns +5 points so; RMSNorm (its gamma slice staged
+// beside x) 27 points slower, LayerNorm 4; and every op slower where such slices replaced the
+// smaller tier (32768-131072 columns).
 struct ClusterTier {
   int block, elems;
 };
+template <typename R>
 struct ClusterTiers {
+  static constexpr bool kDense = R::kVec == 8 && R::Op::kInputs == 1 && R::Op::kCols == 0;
   static constexpr int kCount = 2;
-  static constexpr ClusterTier kTier[2] = {ClusterTier{256, 32}, ClusterTier{512, 32}};
+  static constexpr ClusterTier kTier[2] = {ClusterTier{256, 32}, kDense ? ClusterTier{256, 64} : ClusterTier{512, 32}};
   static constexpr int64_t cols(int t) { return int64_t(kTier[t].block) * kTier[t].elems; }
 };
 
@@ -205,8 +211,8 @@ inline int64_t slice_columns(int64_t cols, int64_t K, int64_t vec) { return ((co
 
 template <typename R, int W, int TIER, typename L>
 bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
-  constexpr int kBlock = ClusterTiers::kTier[TIER].block;
-  constexpr int kItems = ClusterTiers::kTier[TIER].elems / R::kVec;
+  constexpr int kBlock = ClusterTiers<R>::kTier[TIER].block;
+  constexpr int kItems = ClusterTiers<R>::kTier[TIER].elems / R::kVec;
   SplitArgs s{};
   s.chunks = K;
   s.chunk = slice_columns(a.cols, K, R::kVec);
@@ -244,7 +250,7 @@ bool place_cluster(const RowArgs& a, L& l, onorm_status& status, int64_t min_col
     (void)a, (void)l, (void)status, (void)min_cols;
     return false;
   } else {
-    using T = ClusterTiers;
+    using T = ClusterTiers<R>;
     const PlanCaps& caps = l.caps();
     if (!caps.cluster || a.cols < min_cols) return false;
     for (int tier = std::min(caps.cluster_min_tier, T::kCount - 1); tier < T::kCount; ++tier) {
@@ -412,7 +418,7 @@ onorm_status plan_rows(const RowArgs& a, L& l, const Columns& cols = Columns{}) 
 // false: neither takes the row.
 template <typename R, int W, typename L>
 bool place_with_options(const RowArgs& a, L& l, onorm_status& status) {
-  const int64_t reg_cols = std::max(register_max_cols<R>(l.caps()), L::kClusters ? ClusterTiers::cols(0) : int64_t(0));
+  const int64_t reg_cols = std::max(register_max_cols<R>(l.caps()), L::kClusters ? ClusterTiers<R>::cols(0) : int64_t(0));
   const int64_t min_cols = std::min(cluster_min_cols<R>(l.caps()), reg_cols + 1);
   return place_cluster<R, W>(a, l, status, min_cols) || place_registers<R, W>(a, l, status, reg_cols);
 }

@@ -36,18 +36,32 @@ constexpr int rows_min_blocks() {
          (256 / BLOCK);
 }
 
+// A thread's row in the register placements: groups of TPR lanes a row (a part of a warp, a
+// warp, or the block), BLOCK / TPR rows a block. Inactive groups (past the last row) take part
+// in the shuffles with an empty row (n = 0) at row 0.
+template <int WARP, int TPR, int BLOCK>
+struct RegisterRow {
+  static_assert(TPR <= WARP || TPR == BLOCK, "row group");
+  int lane;
+  int64_t row;
+  int n;
+  ONORM_DEV explicit RegisterRow(const RowArgs& a) {
+    constexpr int GPB = BLOCK / TPR;  // groups per block
+    lane = static_cast<int>(threadIdx.x) % TPR;
+    const int64_t r = static_cast<int64_t>(blockIdx.x) * GPB + static_cast<int>(threadIdx.x) / TPR;
+    n = r < a.rows ? static_cast<int>(a.cols) : 0;
+    row = r < a.rows ? r : 0;
+  }
+};
+
 template <typename R, int WARP, int TPR, int ITEMS, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) rows_kernel(RowArgs a) {
   using Op = typename R::Op;
   constexpr int E = ITEMS * R::kVec;
-  constexpr int GPB = BLOCK / TPR;  // groups per block
-  static_assert(TPR <= WARP || TPR == BLOCK, "row group");
   __shared__ Scratch<Op, WARP, BLOCK> scratch;
-  const int lane = static_cast<int>(threadIdx.x) % TPR;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * GPB + static_cast<int>(threadIdx.x) / TPR;
-  // Inactive groups (past the last row) take part in the shuffles with an empty row.
-  const int n = row < a.rows ? static_cast<int>(a.cols) : 0;
-  const int64_t rr = row < a.rows ? row : 0;
+  const RegisterRow<WARP, TPR, BLOCK> g(a);
+  const int lane = g.lane, n = g.n;
+  const int64_t rr = g.row;
   float v[Op::kInputs][E];
   load_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
   if constexpr (R::kOptions) {
