@@ -176,7 +176,7 @@ HWY_INLINE void Pass2Of(DF d, const In* const* inputs, size_t n, float pivot, fl
 }
 
 // What one chunk's passes leave: pass 1's result, the pivot, pass 2's sums over n elements;
-// the chunk's state in any scalar type (Op::state).
+// the chunk's state in any scalar type (Op::state), or in the one the row's chunks merge in.
 template <class Op>
 struct ChunkSums {
   int64_t n;
@@ -186,6 +186,7 @@ struct ChunkSums {
   auto state() const {
     return Op::template state<T>(n, r1, p, static_cast<const float*>(sums));
   }
+  typename Op::Merged merged() const { return state<typename StateScalar<typename Op::Merged>::type>(); }
 };
 
 // Both passes over one chunk; with kept != nullptr, kept gets the op's lift (Op::kKeepsLift).
@@ -202,7 +203,7 @@ HWY_INLINE ChunkSums<Op> ChunkSumsOf(DF d, const In* const* x, size_t n, float* 
 // The state of one chunk (Op::Merged, the type the row's chunks merge in).
 template <class Op, class Math, typename In>
 HWY_INLINE typename Op::Merged ChunkStateOf(DF d, const In* const* x, size_t n, float* kept, bool pf) {
-  return ChunkSumsOf<Op, Math>(d, x, n, kept, pf).template state<typename StateScalar<typename Op::Merged>::type>();
+  return ChunkSumsOf<Op, Math>(d, x, n, kept, pf).merged();
 }
 
 }  // namespace HWY_NAMESPACE

@@ -51,7 +51,7 @@ inline FloatCoefs<Op> one_chunk_coefs(const onorm_request& q, const Sums& sums, 
       return c;
     }
   }
-  return row_coefs<Op>(q, sums.template state<T>(), r);
+  return row_coefs<Op>(q, sums.merged(), r);
 }
 
 }  // namespace cpu

@@ -85,8 +85,7 @@ HWY_INLINE void RowGroup(const onorm_request& q, int64_t r, unsigned opts, float
     if constexpr (Op::kKeepsLift) {
       if (kept) {
         const WriteSources<In> src{nullptr, kept + g * cols, col};
-        using T = typename StateScalar<typename Op::Merged>::type;
-        WriteRangeCols<Op, true>(mask, d, Op::chunk_coefs(c[g], sums[g].template state<T>()), src, y, n, opts,
+        WriteRangeCols<Op, true>(mask, d, Op::chunk_coefs(c[g], sums[g].merged()), src, y, n, opts,
                                  WritePrefetch(q, x[0], opts));
         continue;
       }
@@ -150,7 +149,7 @@ HWY_FLATTEN void RunRowsT(const onorm_request& q, int64_t r0, int64_t r1, unsign
       RowInputs<Op>(q, r, b, x);
       const ChunkSums<Op> s = ChunkSumsOf<Op, SimdMathFor<Out>>(d, x, static_cast<size_t>(n), nullptr, pf);
       if (chunks == 1) c = one_chunk_coefs<Op>(q, s, r);  // as RowGroup's rows
-      else fold.push(s.template state<typename StateScalar<typename Op::Merged>::type>());
+      else fold.push(s.merged());
     }
     if (chunks != 1) c = row_coefs<Op>(q, fold.result(), r);
     RowInputs<Op>(q, r, 0, x);

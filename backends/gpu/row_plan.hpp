@@ -180,7 +180,7 @@ struct ClusterTier {
 };
 template <typename R>
 struct ClusterTiers {
-  static constexpr bool kDense = R::kVec == 8 && R::Op::kInputs == 1 && R::Op::kCols == 0;
+  static constexpr bool kDense = kDenseRows<R> && R::Op::kCols == 0;
   static constexpr int kCount = 2;
   static constexpr ClusterTier kTier[2] = {ClusterTier{256, 32}, kDense ? ClusterTier{256, 64} : ClusterTier{512, 32}};
   static constexpr int64_t cols(int t) { return int64_t(kTier[t].block) * kTier[t].elems; }
