@@ -172,9 +172,8 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_c
 // Slices from small to large, (BLOCK threads, E elements per thread): 32 elements per thread,
 // then twice the threads; 16-bit softmax and log-softmax twice the elements instead (the dense
 // register shapes' load, two blocks an SM). Measured on an H200 (bench/RESULTS.md, issue 11):
-// softmax and log-softmax bf16 at 262144 columns +5 points so; RMSNorm (its gamma slice staged
-// beside x) 27 points slower, LayerNorm 4; and every op slower where such slices replaced the
-// smaller tier (32768-131072 columns).
+// faster so for softmax and log-softmax; slower for the norms (RMSNorm's gamma slice staged
+// beside x), and for every op where such slices replaced the smaller tier.
 struct ClusterTier {
   int block, elems;
 };
