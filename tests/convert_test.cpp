@@ -111,9 +111,9 @@ TEST(Convert, F16DecodeAll65536) {
 TEST(Convert, RoundTripAll65536) {
   for (uint32_t h = 0; h < 65536; ++h) {
     const uint16_t b = static_cast<uint16_t>(h);
-    if (!is_nan16(b, kBF16)) ASSERT_EQ(f32_to_bf16(bf16_to_f32(b)), b) << std::hex << h;
+    if (!is_nan16(b, kBF16)) { ASSERT_EQ(f32_to_bf16(bf16_to_f32(b)), b) << std::hex << h; }
     else ASSERT_TRUE(is_nan16(f32_to_bf16(bf16_to_f32(b)), kBF16)) << std::hex << h;
-    if (!is_nan16(b, kF16)) ASSERT_EQ(f32_to_f16(f16_to_f32(b)), b) << std::hex << h;
+    if (!is_nan16(b, kF16)) { ASSERT_EQ(f32_to_f16(f16_to_f32(b)), b) << std::hex << h; }
     else ASSERT_TRUE(is_nan16(f32_to_f16(f16_to_f32(b)), kF16)) << std::hex << h;
   }
 }

@@ -165,13 +165,13 @@ void run_ce(const CeCase& c, std::mt19937_64& rng) {
     for (int64_t j = 0; j < c.cols; ++j) d += std::exp(r[j] - m);
     const double lse_ref = nan ? kNaN : m + std::log(d);
     const bool ignored = t[i] == -100, bad = !ignored && (t[i] < 0 || t[i] >= c.cols);
-    if (nan) EXPECT_TRUE(std::isnan(lse[i]));
+    if (nan) { EXPECT_TRUE(std::isnan(lse[i])); }
     else EXPECT_NEAR(lse[i], lse_ref, 1e-6 * (std::fabs(lse_ref) + 1) + 1e-6);
     double loss_ref = 0;
     if (!ignored && !bad)
       loss_ref = lse_ref - (1 - c.ls) * r[t[i]] - c.ls * sx / double(c.cols) + c.z * lse_ref * lse_ref;
-    if (ignored) EXPECT_EQ(loss[i], 0.0f);
-    else if (bad || nan) EXPECT_TRUE(std::isnan(loss[i]));
+    if (ignored) { EXPECT_EQ(loss[i], 0.0f); }
+    else if (bad || nan) { EXPECT_TRUE(std::isnan(loss[i])); }
     else EXPECT_NEAR(loss[i], loss_ref, 1e-6 * (std::fabs(lse_ref) + 1) + 1e-6 * std::fabs(loss_ref) + 1e-6);
     const double a = 1 + 2 * c.z * lse_ref;
     int64_t bad_elems = 0;
@@ -392,7 +392,7 @@ void run_topk_rows(onorm_dtype t, int64_t cols, int64_t k, bool renormalize, con
     SCOPED_TRACE("row " + std::to_string(i) + " kind " + std::to_string(int(kinds[i])));
     if (kinds[i] == TopkRow::pos_inf) {  // NaN values, renormalized too; the +inf columns first
       EXPECT_EQ(idx[i * k], std::min(cols / 3, cols / 2));
-      if (k > 1 && cols / 3 != cols / 2) EXPECT_EQ(idx[i * k + 1], std::max(cols / 3, cols / 2));
+      if (k > 1 && cols / 3 != cols / 2) { EXPECT_EQ(idx[i * k + 1], std::max(cols / 3, cols / 2)); }
       for (int64_t s = 0; s < k; ++s) EXPECT_TRUE(std::isnan(v.get(i, s))) << "slot " << s;
       continue;
     }
