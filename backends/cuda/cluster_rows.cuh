@@ -169,9 +169,6 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
   const unsigned rank = cluster.block_rank();
   const unsigned set = j & 1u;
   if (threadIdx.x == 0) bulk::arrive_expect(&mail.full[set], static_cast<uint32_t>(K * sizeof(S)));
-  if constexpr (R::kOptions) {
-    if (a.opt.res) gpu::add_residual<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
-  }
   // (A finish from the stage loads its columns item by item; the prefetches' addresses spilled.)
   if (!kColsStaged && !kReload && s.prefetch_cols) prefetch_cols<R, ITEMS, BLOCK>(a, col0, n, lane);
   const gpu::ChunkStats<Op> cs = gpu::slice_passes<R, WARP, ITEMS, BLOCK>(v, n, lane, scratch);
@@ -227,7 +224,7 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, ITEMS, BLOCK>())
   const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
   const int lane = static_cast<int>(threadIdx.x);
   float v[Op::kInputs][ITEMS * R::kVec];
-  gpu::load_inputs<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
+  gpu::load_row_inputs<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
   bulk::cluster_wait();  // every block's barriers are ready for the stores
   cluster_row<R, WARP, ITEMS, BLOCK>(a, s, row, 0, col0, n, lane, v, scratch, mail, merged, a);
 #endif

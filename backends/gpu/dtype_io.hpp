@@ -193,12 +193,36 @@ ONORM_DEV void load_partial_items(const In* p, int n, int lane, float* v, float 
   }
 }
 
+// Whether a thread's ITEMS items of VEC elements (item i at (lane + i * STRIDE) * VEC) all lie
+// in [0, n): load_items' whole case.
+template <int ITEMS, int STRIDE, int VEC>
+ONORM_DEV bool items_whole(int n, int lane) {
+  return (lane + (ITEMS - 1) * STRIDE) * VEC + VEC <= n;
+}
+
+// The raw words of a thread's whole items of an aligned row: loaded (load) and converted
+// (unpack) apart, so that the loads of several rows (two inputs, x and a residual) are all
+// issued before the first conversion. Loaded one row after the other, each conversion in its
+// own branch, the second row's loads waited for the first's.
+template <typename T, int ITEMS, int STRIDE, int VEC>
+struct RawItems {
+  RawN<T, VEC> item[ITEMS];
+  ONORM_DEV void load(const T* p, int lane) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) load_raw_n<T, VEC>(p + (lane + i * STRIDE) * VEC, item[i]);
+  }
+  ONORM_DEV void unpack(float* v) const {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) unpack_n<T, VEC>(item[i], v + i * VEC);
+  }
+};
+
 // Loads ITEMS vectors of VEC elements for one thread of a group of STRIDE threads: item i
 // covers elements [(lane + i*STRIDE)*VEC, +VEC) of p[0, n). Out-of-range elements get `pad`.
 // `aligned`: p is 16-byte aligned (the vector path is legal).
 template <typename In, int ITEMS, int STRIDE, int VEC = io<In>::kVec>
 ONORM_DEV void load_items(const In* p, int n, int lane, float* v, bool aligned, float pad) {
-  if (aligned && (lane + (ITEMS - 1) * STRIDE) * VEC + VEC <= n) {
+  if (aligned && items_whole<ITEMS, STRIDE, VEC>(n, lane)) {
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) load_n<In, VEC>(p + (lane + i * STRIDE) * VEC, v + i * VEC);
     return;

@@ -105,19 +105,33 @@ ONORM_DEV void element_of(const float (&v)[NI][E], int e, float* x) {
   for (int k = 0; k < NI; ++k) x[k] = v[k][e];
 }
 
-// Loads a thread's items of columns [col0, col0 + n) of `row` for every input.
+// Loads a thread's items of columns [col0, col0 + n) of `row` for every input. Two inputs, one
+// of them 16-bit: whole items of aligned rows with every load issued before the first
+// conversion (RawItems). f32 words need no conversion, so load_items' loads do not wait: the
+// same order for two f32 inputs measured slower where the slices spill (bench/RESULTS.md).
 template <typename R, int ITEMS, int STRIDE>
 ONORM_DEV void load_inputs(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
                            float (&v)[R::Op::kInputs][ITEMS * R::kVec]) {
   using Op = typename R::Op;
   constexpr int VEC = R::kVec;
-  load_items<typename R::In, ITEMS, STRIDE, VEC>(
-      static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0] + col0, n, lane, v[0], a.in_vec[0] != 0,
-      Op::pad(0));
-  if constexpr (Op::kInputs > 1)
-    load_items<typename R::In1, ITEMS, STRIDE, VEC>(
-        static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1] + col0, n, lane, v[1],
-        a.in_vec[1] != 0, Op::pad(1));
+  const auto* x = static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0] + col0;
+  if constexpr (Op::kInputs > 1) {
+    const auto* x1 = static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1] + col0;
+    constexpr bool kSixteenBit = sizeof(typename R::In) == 2 || sizeof(typename R::In1) == 2;
+    if (kSixteenBit && a.in_vec[0] && a.in_vec[1] && items_whole<ITEMS, STRIDE, VEC>(n, lane)) {
+      RawItems<typename R::In, ITEMS, STRIDE, VEC> r0;
+      RawItems<typename R::In1, ITEMS, STRIDE, VEC> r1;
+      r0.load(x, lane);
+      r1.load(x1, lane);
+      r0.unpack(v[0]);
+      r1.unpack(v[1]);
+      return;
+    }
+    load_items<typename R::In, ITEMS, STRIDE, VEC>(x, n, lane, v[0], a.in_vec[0] != 0, Op::pad(0));
+    load_items<typename R::In1, ITEMS, STRIDE, VEC>(x1, n, lane, v[1], a.in_vec[1] != 0, Op::pad(1));
+  } else {
+    load_items<typename R::In, ITEMS, STRIDE, VEC>(x, n, lane, v[0], a.in_vec[0] != 0, Op::pad(0));
+  }
 }
 
 // Both passes over a thread's items of a chunk of n elements (STRIDE threads share the chunk;

@@ -1,7 +1,8 @@
 // The norms' residual add and quantized output inside a row held in registers (API.md, "norms
 // with options"; RowOptions): the register rows (rows_kernel) and the CUDA cluster rows call
 // these on a thread's items, so that x and the residual are read once and h and y written once.
-//   add_residual     v[0] = h = round_In(x + residual), the add in float (core/residual.hpp);
+//   load_row_inputs  x, and v[0] = h = round_In(x + residual) where the request has a residual,
+//                    the add in float (core/residual.hpp);
 //   store_h          h into residual_out: after the row's coefficients, because residual_out
 //                    may be x or the residual, which the float64 fallback reads again;
 //   quantized y      the row's max |y| over its threads, the scale (dynamic, or the static
@@ -49,16 +50,44 @@ ONORM_DEV void add_residual(const RowArgs& a, int64_t row, int64_t col0, int n, 
   using In = typename R::In;
   constexpr int VEC = R::kVec;
   const In* r = static_cast<const In*>(a.opt.res) + row * a.opt.res_stride + col0;
+  float t[ITEMS * VEC];
+  load_items<In, ITEMS, STRIDE, VEC>(r, n, lane, t, a.opt.res_vec != 0, 0.0f);
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     const int c = (lane + i * STRIDE) * VEC;
-    float t[VEC];
-    load_one_item<In, VEC>(r, c, n, a.opt.res_vec != 0, 0.0f, t);
 #pragma unroll
     for (int j = 0; j < VEC; ++j)
-      if (c + j < n)
-        v[0][i * VEC + j] = round_to<In>(v[0][i * VEC + j] + t[j]);
+      if (c + j < n) v[0][i * VEC + j] = round_to<In>(v[0][i * VEC + j] + t[i * VEC + j]);
   }
+}
+
+// A thread's items of x, and h = x + residual where the request has one (add_residual); whole
+// items of aligned rows with every load of both issued before the first conversion (RawItems).
+template <typename R, int ITEMS, int STRIDE>
+ONORM_DEV void load_row_inputs(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
+                               float (&v)[R::Op::kInputs][ITEMS * R::kVec]) {
+  if constexpr (R::kOptions) {
+    static_assert(R::Op::kInputs == 1, "the residual is added to the one input");
+    using In = typename R::In;
+    constexpr int VEC = R::kVec;
+    if (a.opt.res) {
+      if (a.in_vec[0] && a.opt.res_vec && items_whole<ITEMS, STRIDE, VEC>(n, lane)) {
+        RawItems<In, ITEMS, STRIDE, VEC> rx, rr;
+        rx.load(static_cast<const In*>(a.in[0]) + row * a.in_stride[0] + col0, lane);
+        rr.load(static_cast<const In*>(a.opt.res) + row * a.opt.res_stride + col0, lane);
+        float t[ITEMS * VEC];
+        rx.unpack(v[0]);
+        rr.unpack(t);
+#pragma unroll
+        for (int e = 0; e < ITEMS * VEC; ++e) v[0][e] = round_to<In>(v[0][e] + t[e]);
+      } else {
+        load_inputs<R, ITEMS, STRIDE>(a, row, col0, n, lane, v);
+        add_residual<R, ITEMS, STRIDE>(a, row, col0, n, lane, v);
+      }
+      return;
+    }
+  }
+  load_inputs<R, ITEMS, STRIDE>(a, row, col0, n, lane, v);
 }
 
 // h (v[0], before the finish) into residual_out, where the request has one.
