@@ -125,6 +125,12 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
     CK(cudaMalloc(&b, size_t(1048576) * es));
     CK(cudaMemcpy(g, host.data(), size_t(1048576) * es, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(b, host.data() + 4096, size_t(1048576) * es, cudaMemcpyHostToDevice));
+    // gamma in f32 beside x's dtype (param_dtype other than x's: rms_norm_f32w).
+    std::vector<float> host_gf(1048576);
+    for (size_t i = 0; i < host_gf.size(); ++i) host_gf[i] = float(u(rng));
+    void* gf = nullptr;
+    CK(cudaMalloc(&gf, host_gf.size() * sizeof(float)));
+    CK(cudaMemcpy(gf, host_gf.data(), host_gf.size() * sizeof(float), cudaMemcpyHostToDevice));
     float *mean = nullptr, *rstd = nullptr, *col_sums = nullptr;
     CK(cudaMalloc(&mean, sizeof(float) << 22));
     CK(cudaMalloc(&rstd, sizeof(float) << 22));
@@ -241,6 +247,42 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
         });
         report("rms_norm_fp8", ms, double(bytes) + double(rows * cols));
       }
+      // LayerNorm with the residual add (as add_rms_norm, beta given); RMSNorm with Gemma's
+      // weight offset (y = x * rstd * (1 + gamma)) and with gamma in f32 beside 16-bit x: the
+      // columns other than x's dtype (reads x, writes y).
+      if (listed(op_list, "add_layer_norm")) {
+        const double ms = time_it([&](int s) {
+          onorm_rows x{xs[s], dt, rows, cols, cols}, r{xs[s ^ 1], dt, rows, cols, cols}, h{ys[s ^ 1], dt, rows, cols, cols},
+              y{ys[s], dt, rows, cols, cols};
+          onorm_norm_args a;
+          onorm_norm_args_init(&a, ONORM_LAYER_NORM);
+          a.gamma = g;
+          a.beta = b;
+          a.param_dtype = dt;
+          a.eps = 1e-5;
+          a.residual = &r;
+          a.residual_out = &h;
+          a.mean = stats_fit ? mean : nullptr;
+          a.rstd = stats_fit ? rstd : nullptr;
+          OK(onorm_norm(ctx, &x, &a, &y));
+        });
+        report("add_layer_norm", ms, 4.0 * bytes);
+      }
+      for (bool gemma : {true, false}) {
+        if (!listed(op_list, gemma ? "rms_norm_gemma" : "rms_norm_f32w") || (!gemma && dt == ONORM_F32)) continue;
+        const double ms = time_it([&](int s) {
+          onorm_rows x{xs[s], dt, rows, cols, cols}, y{ys[s], dt, rows, cols, cols};
+          onorm_norm_args a;
+          onorm_norm_args_init(&a, ONORM_RMS_NORM);
+          a.gamma = gemma ? g : gf;
+          a.param_dtype = gemma ? dt : ONORM_F32;
+          a.weight_offset = gemma ? 1.0 : 0.0;
+          a.eps = 1e-5;
+          a.rstd = stats_fit ? rstd : nullptr;
+          OK(onorm_norm(ctx, &x, &a, &y));
+        });
+        report(gemma ? "rms_norm_gemma" : "rms_norm_f32w", ms, 2.0 * bytes);
+      }
       // The norms' backward: reads x and dy, writes dx (3x the bytes of x), and the column sums
       // dgamma (and dbeta) of every row.
       for (bool layer : {true, false}) {
@@ -267,6 +309,7 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
     }
     CK(cudaFree(g));
     CK(cudaFree(b));
+    CK(cudaFree(gf));
     CK(cudaFree(mean));
     CK(cudaFree(rstd));
     CK(cudaFree(col_sums));
