@@ -28,6 +28,7 @@
 #include "partial_states.hpp"
 #include "softmax_topk_rows.hpp"
 #include "cross_entropy_rows.hpp"
+#include "folded_columns.hpp"
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
 #include "tune.hpp"
@@ -198,25 +199,29 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
       partial_states_run(c.index, q, threads, kOptPrefetch);
       return ONORM_OK;
     }
-    const int64_t rows = q.in[0].rows, cols = q.in[0].cols;
-    const int64_t out_bytes = rows * cols * static_cast<int64_t>(q.out[0].dtype == ONORM_F32 ? 4 : 2);
+    // f32 rows with columns of another dtype or an offset: the columns folded into f32 first.
+    std::unique_ptr<FoldedColumns> folded;
+    if (FoldedColumns::applies(q)) folded.reset(new FoldedColumns(q));
+    const onorm_request& w = folded ? folded->request() : q;
+    const int64_t rows = w.in[0].rows, cols = w.in[0].cols;
+    const int64_t out_bytes = rows * cols * static_cast<int64_t>(w.out[0].dtype == ONORM_F32 ? 4 : 2);
     unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
     opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
-    if (q.stage == ONORM_STAGE_WHOLE && !version1_form(q) && option_blocks_fit(c.index, q)) {
-      run_option_blocks(c, q, opts, threads);
+    if (w.stage == ONORM_STAGE_WHOLE && !version1_form(w) && option_blocks_fit(c.index, w)) {
+      run_option_blocks(c, w, opts, threads);
       return ONORM_OK;
     }
     // f64, f16 without F16C, inputs of mixed dtypes; the norms' other options.
-    if (q.stage == ONORM_STAGE_FINISH || !version1_form(q) || !simd_supports(c.index, q)) {
-      run_scalar(q, threads);
+    if (w.stage == ONORM_STAGE_FINISH || !version1_form(w) || !simd_supports(c.index, w)) {
+      run_scalar(w, threads);
       return ONORM_OK;
     }
     if (rows < threads && cols >= kSplitCols)
-      core::ops::visit(q.op, [&](auto op) { run_split<decltype(op)>(c, q, opts, threads); });
+      core::ops::visit(w.op, [&](auto op) { run_split<decltype(op)>(c, w, opts, threads); });
     else {
-      if (core::ops::visit(q.op, [&](auto op) { return next_row_fits<decltype(op)>(q, c.l2_bytes); }))
+      if (core::ops::visit(w.op, [&](auto op) { return next_row_fits<decltype(op)>(w, c.l2_bytes); }))
         opts |= kOptNextRow;
-      run_rows(c, q, opts, threads);
+      run_rows(c, w, opts, threads);
     }
   } catch (const std::bad_alloc&) {
     // Scratch is taken before any output is written: nothing was written.
