@@ -214,25 +214,28 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
         });
         report(onorm_ref::op_name(op), ms, 3.0 * bytes);
       }
-      // RMSNorm with the residual add: reads x and the residual, writes h (residual_out) and y
-      // (4x the bytes of x); RMSNorm to E4M3 with a dynamic per-row scale: reads x, writes a byte
-      // per element.
+      // RMSNorm and LayerNorm (beta given) with the residual add: read x and the residual, write
+      // h (residual_out) and y (4x the bytes of x); RMSNorm to E4M3 with a dynamic per-row scale:
+      // reads x, writes a byte per element.
       const bool stats_fit = rows <= (1 << 22);
-      if (listed(op_list, "add_rms_norm")) {
+      for (bool layer : {false, true}) {
+        if (!listed(op_list, layer ? "add_layer_norm" : "add_rms_norm")) continue;
         const double ms = time_it([&](int s) {
           onorm_rows x{xs[s], dt, rows, cols, cols}, r{xs[s ^ 1], dt, rows, cols, cols}, h{ys[s ^ 1], dt, rows, cols, cols},
               y{ys[s], dt, rows, cols, cols};
           onorm_norm_args a;
-          onorm_norm_args_init(&a, ONORM_RMS_NORM);
+          onorm_norm_args_init(&a, layer ? ONORM_LAYER_NORM : ONORM_RMS_NORM);
           a.gamma = g;
+          a.beta = layer ? b : nullptr;
           a.param_dtype = dt;
           a.eps = 1e-5;
           a.residual = &r;
           a.residual_out = &h;
+          a.mean = layer && stats_fit ? mean : nullptr;
           a.rstd = stats_fit ? rstd : nullptr;
           OK(onorm_norm(ctx, &x, &a, &y));
         });
-        report("add_rms_norm", ms, 4.0 * bytes);
+        report(layer ? "add_layer_norm" : "add_rms_norm", ms, 4.0 * bytes);
       }
       if (stats_fit && listed(op_list, "rms_norm_fp8")) {
         const double ms = time_it([&](int s) {
@@ -247,27 +250,8 @@ int bench(onorm_context ctx, const char* csv_path, bool quick, bool back_to_back
         });
         report("rms_norm_fp8", ms, double(bytes) + double(rows * cols));
       }
-      // LayerNorm with the residual add (as add_rms_norm, beta given); RMSNorm with Gemma's
-      // weight offset (y = x * rstd * (1 + gamma)) and with gamma in f32 beside 16-bit x: the
-      // columns other than x's dtype (reads x, writes y).
-      if (listed(op_list, "add_layer_norm")) {
-        const double ms = time_it([&](int s) {
-          onorm_rows x{xs[s], dt, rows, cols, cols}, r{xs[s ^ 1], dt, rows, cols, cols}, h{ys[s ^ 1], dt, rows, cols, cols},
-              y{ys[s], dt, rows, cols, cols};
-          onorm_norm_args a;
-          onorm_norm_args_init(&a, ONORM_LAYER_NORM);
-          a.gamma = g;
-          a.beta = b;
-          a.param_dtype = dt;
-          a.eps = 1e-5;
-          a.residual = &r;
-          a.residual_out = &h;
-          a.mean = stats_fit ? mean : nullptr;
-          a.rstd = stats_fit ? rstd : nullptr;
-          OK(onorm_norm(ctx, &x, &a, &y));
-        });
-        report("add_layer_norm", ms, 4.0 * bytes);
-      }
+      // RMSNorm with Gemma's weight offset (y = x * rstd * (1 + gamma)) and with gamma in f32
+      // beside 16-bit x: columns other than x's dtype (reads x, writes y).
       for (bool gemma : {true, false}) {
         if (!listed(op_list, gemma ? "rms_norm_gemma" : "rms_norm_f32w") || (!gemma && dt == ONORM_F32)) continue;
         const double ms = time_it([&](int s) {
