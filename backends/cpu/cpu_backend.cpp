@@ -32,6 +32,7 @@
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
 #include "tune.hpp"
+#include "widened_rows.hpp"
 
 namespace onorm {
 namespace cpu {
@@ -199,7 +200,8 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
       partial_states_run(c.index, q, threads, kOptPrefetch);
       return ONORM_OK;
     }
-    // f32 rows with columns of another dtype or an offset: the columns folded into f32 first.
+    // Columns of another dtype or with an offset: folded into f32 first (f32 rows, and 16-bit
+    // rows widened a block at a time).
     std::unique_ptr<FoldedColumns> folded;
     if (FoldedColumns::applies(q)) folded.reset(new FoldedColumns(q));
     const onorm_request& w = folded ? folded->request() : q;
@@ -207,6 +209,10 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
     const int64_t out_bytes = rows * cols * static_cast<int64_t>(w.out[0].dtype == ONORM_F32 ? 4 : 2);
     unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
     opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
+    if (folded && widened_rows_fit(c.index, w)) {
+      widened_rows_run(c.index, w, opts, threads);
+      return ONORM_OK;
+    }
     if (w.stage == ONORM_STAGE_WHOLE && !version1_form(w) && option_blocks_fit(c.index, w)) {
       run_option_blocks(c, w, opts, threads);
       return ONORM_OK;

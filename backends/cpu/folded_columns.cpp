@@ -10,8 +10,11 @@ namespace onorm {
 namespace cpu {
 
 bool FoldedColumns::applies(const onorm_request& q) {
-  return q.stage == ONORM_STAGE_WHOLE && !core::ops::is_column_op(q.op) && core::ops::signature(q.op).cols > 0 &&
-         q.in[0].dtype == ONORM_F32 && !plain_columns(q);
+  if (q.stage != ONORM_STAGE_WHOLE || core::ops::is_column_op(q.op) || core::ops::signature(q.op).cols == 0 ||
+      plain_columns(q))
+    return false;
+  const onorm_dtype x = q.in[0].dtype, y = q.out[0].dtype;
+  return x == ONORM_F32 || ((x == ONORM_BF16 || x == ONORM_F16) && !has_residual(q) && (y == x || y == ONORM_F32));
 }
 
 FoldedColumns::FoldedColumns(const onorm_request& q) : q_(q) {

@@ -1,9 +1,9 @@
 // The norms' column vectors beyond the version-1 form (param_dtype other than x's dtype, a
-// weight_offset) on f32 rows: folded once per call into f32 columns, s_j = float(weight_offset
-// + gamma_j) and beta_j, so that the request takes the SIMD kernels rather than option_rows'
-// double path. s_j is rounded to f32 once: y moves by at most 2^-24 of itself (API.md's bound
-// is 1e-5). 16-bit rows keep the double path: their SIMD kernels read columns of x's dtype, to
-// which s_j does not round within the bound.
+// weight_offset): folded once per call into f32 columns, s_j = float(weight_offset + gamma_j)
+// and beta_j, so that the request takes the SIMD kernels rather than option_rows' double path:
+// f32 rows directly (or the option blocks around them), 16-bit rows without a residual widened
+// a block at a time (widened_rows.hpp). s_j is rounded to f32 once: y moves by at most 2^-24 of
+// itself (API.md's bound is 1e-5).
 #pragma once
 
 #include <memory>
@@ -15,7 +15,8 @@ namespace cpu {
 
 class FoldedColumns {
  public:
-  // Whether q (a whole-row request) has f32 rows and columns of another form to fold.
+  // Whether q (a whole-row norm request) has columns of another form to fold and rows that run
+  // on f32 columns: f32 rows, or 16-bit rows without a residual whose y is of x's dtype or f32.
   static bool applies(const onorm_request& q);
   // Folds q's columns (std::bad_alloc before anything is written).
   explicit FoldedColumns(const onorm_request& q);

@@ -1,0 +1,81 @@
+#include "widened_rows.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels.hpp"
+#include "onlinenorm/core/convert.hpp"
+#include "onlinenorm/core/ops/dispatch.hpp"
+#include "request_form.hpp"
+#include "scalar_rows.hpp"
+
+namespace onorm {
+namespace cpu {
+namespace {
+
+// Floats a block of widened rows holds (x and y in place): a few hundred KB, in L2.
+constexpr int64_t kBlockFloats = int64_t(1) << 16;
+
+int64_t padded_cols(int64_t cols) { return (cols + 3) / 4 * 4; }  // rows on 16 bytes
+
+// A row of n 16-bit values into floats (exact): a loop per dtype, which the compiler vectorizes.
+void widen_row(const void* src, onorm_dtype t, float* v, int64_t n) {
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  if (t == ONORM_BF16) {
+    for (int64_t j = 0; j < n; ++j) v[j] = core::bf16_to_f32(s[j]);
+  } else {
+    for (int64_t j = 0; j < n; ++j) v[j] = core::f16_to_f32(s[j]);
+  }
+}
+
+// The request of a block of f32 rows (data set per block) whose y is the caller's rows.
+onorm_request block_request(const onorm_request& q, int64_t block, int64_t stride) {
+  onorm_request b = q;
+  b.in[0] = onorm_rows{nullptr, ONORM_F32, block, q.in[0].cols, stride};
+  return b;
+}
+
+}  // namespace
+
+bool widened_rows_fit(size_t target_index, const onorm_request& q) {
+  const onorm_dtype x = q.in[0].dtype, y = q.out[0].dtype;
+  return q.stage == ONORM_STAGE_WHOLE && (x == ONORM_BF16 || x == ONORM_F16) && (y == x || y == ONORM_F32) &&
+         !has_residual(q) && q.col_dtype == ONORM_F32 && simd_supports(target_index, block_request(q, 1, 4));
+}
+
+void widened_rows_run(size_t target_index, const onorm_request& q, unsigned opts, int threads) {
+  const int64_t rows = q.in[0].rows, cols = q.in[0].cols, stride = padded_cols(cols);
+  const int64_t block = std::max<int64_t>(1, std::min(rows, kBlockFloats / stride));
+  const onorm_request b = block_request(q, block, stride);
+  const unsigned block_opts = opts & ~kOptNextRow;
+  const size_t kept = static_cast<size_t>(
+      core::ops::visit(q.op, [&](auto op) { return kept_scratch_cols<decltype(op)>(b, block_opts); }));
+  const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
+  const size_t per_thread = static_cast<size_t>(block * stride) + kept;
+  std::unique_ptr<float[]> scratch(new float[per_thread * static_cast<size_t>(nt)]);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    float* v = scratch.get() + per_thread * static_cast<size_t>(t);
+    const int64_t r_begin = rows * t / n, r_end = rows * (t + 1) / n;
+    for (int64_t r0 = r_begin; r0 < r_end; r0 += block) {
+      const int64_t nb = std::min(block, r_end - r0);
+      for (int64_t i = 0; i < nb; ++i) widen_row(row_of(q.in[0], r0 + i), q.in[0].dtype, v + i * stride, cols);
+      // The block's rows in, the caller's rows r0.. out (x's rows are in the block already:
+      // y may be x).
+      onorm_request s = b;
+      s.in[0].data = v;
+      s.in[0].rows = nb;
+      s.out[0] = onorm_rows{const_cast<void*>(row_of(q.out[0], r0)), q.out[0].dtype, nb, cols, q.out[0].row_stride};
+      for (int k = 0; k < ONORM_REQUEST_ROW_OUTS; ++k) s.row_out[k] = q.row_out[k] ? q.row_out[k] + r0 : nullptr;
+      simd_run_rows(target_index, s, 0, nb, block_opts, v + block * stride);
+    }
+  }
+}
+
+}  // namespace cpu
+}  // namespace onorm
