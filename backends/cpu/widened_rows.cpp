@@ -55,7 +55,8 @@ void widened_rows_run(size_t target_index, const onorm_request& q, unsigned opts
   const size_t kept = static_cast<size_t>(
       core::ops::visit(q.op, [&](auto op) { return kept_scratch_cols<decltype(op)>(b, block_opts); }));
   const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
-  const size_t per_thread = static_cast<size_t>(block * stride) + kept;
+  // Each thread's block on 16 bytes too (the rows' bits may not depend on the thread).
+  const size_t per_thread = (static_cast<size_t>(block * stride) + kept + 3) / 4 * 4;
   std::unique_ptr<float[]> scratch(new float[per_thread * static_cast<size_t>(nt)]);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
