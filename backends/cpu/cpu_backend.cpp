@@ -203,13 +203,13 @@ onorm_status run(void* impl, const onorm_request* request, char* err, size_t err
     // Columns of another dtype or with an offset: folded into f32 first (f32 rows, and 16-bit
     // rows widened a block at a time).
     std::unique_ptr<FoldedColumns> folded;
-    if (FoldedColumns::applies(q)) folded.reset(new FoldedColumns(q));
+    if (FoldedColumns::applies(c.index, q)) folded.reset(new FoldedColumns(q));
     const onorm_request& w = folded ? folded->request() : q;
     const int64_t rows = w.in[0].rows, cols = w.in[0].cols;
     const int64_t out_bytes = rows * cols * static_cast<int64_t>(w.out[0].dtype == ONORM_F32 ? 4 : 2);
     unsigned opts = kOptPrefetch | (out_bytes >= kStreamBytes ? kOptStream : 0u);
     opts = (opts & ~c.tune_off) | (c.tune_off & kOptTwoExp);
-    if (folded && widened_rows_fit(c.index, w)) {
+    if (folded && w.in[0].dtype != ONORM_F32) {  // FoldedColumns::applies took it for widened_rows
       widened_rows_run(c.index, w, opts, threads);
       return ONORM_OK;
     }

@@ -5,16 +5,16 @@
 #include "onlinenorm/core/ops/dispatch.hpp"
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
+#include "widened_rows.hpp"
 
 namespace onorm {
 namespace cpu {
 
-bool FoldedColumns::applies(const onorm_request& q) {
+bool FoldedColumns::applies(size_t target_index, const onorm_request& q) {
   if (q.stage != ONORM_STAGE_WHOLE || core::ops::is_column_op(q.op) || core::ops::signature(q.op).cols == 0 ||
       plain_columns(q))
     return false;
-  const onorm_dtype x = q.in[0].dtype, y = q.out[0].dtype;
-  return x == ONORM_F32 || ((x == ONORM_BF16 || x == ONORM_F16) && !has_residual(q) && (y == x || y == ONORM_F32));
+  return q.in[0].dtype == ONORM_F32 || widened_rows_fit(target_index, q);
 }
 
 FoldedColumns::FoldedColumns(const onorm_request& q) : q_(q) {

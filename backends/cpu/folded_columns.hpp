@@ -6,6 +6,7 @@
 // itself (API.md's bound is 1e-5).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
 #include "backend_interface.h"
@@ -16,8 +17,8 @@ namespace cpu {
 class FoldedColumns {
  public:
   // Whether q (a whole-row norm request) has columns of another form to fold and rows that run
-  // on f32 columns: f32 rows, or 16-bit rows without a residual whose y is of x's dtype or f32.
-  static bool applies(const onorm_request& q);
+  // on f32 columns on target `target_index`: f32 rows, or 16-bit rows widened_rows takes.
+  static bool applies(size_t target_index, const onorm_request& q);
   // Folds q's columns (std::bad_alloc before anything is written).
   explicit FoldedColumns(const onorm_request& q);
   // q with the folded columns: f32, no offsets.

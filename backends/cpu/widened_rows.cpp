@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "kernels.hpp"
 #include "onlinenorm/core/convert.hpp"
@@ -44,7 +43,7 @@ onorm_request block_request(const onorm_request& q, int64_t block, int64_t strid
 bool widened_rows_fit(size_t target_index, const onorm_request& q) {
   const onorm_dtype x = q.in[0].dtype, y = q.out[0].dtype;
   return q.stage == ONORM_STAGE_WHOLE && (x == ONORM_BF16 || x == ONORM_F16) && (y == x || y == ONORM_F32) &&
-         !has_residual(q) && q.col_dtype == ONORM_F32 && simd_supports(target_index, block_request(q, 1, 4));
+         !has_residual(q) && simd_supports(target_index, block_request(q, 1, 4));
 }
 
 void widened_rows_run(size_t target_index, const onorm_request& q, unsigned opts, int threads) {

@@ -13,13 +13,13 @@
 namespace onorm {
 namespace cpu {
 
-// Whether q (FoldedColumns' request: f32 columns, no offsets) runs here on target
-// `target_index`: 16-bit rows without a residual, y of x's dtype or f32, which the target's SIMD
-// kernels store.
+// Whether q's rows run here on target `target_index` once its columns are f32: 16-bit rows
+// without a residual, y of x's dtype or f32, which the target's SIMD kernels store.
 bool widened_rows_fit(size_t target_index, const onorm_request& q);
 
-// Runs q on `threads` threads (opts as for simd_run_rows). Scratch is allocated first
-// (std::bad_alloc before any write).
+// Runs q (FoldedColumns' request: f32 columns, no offsets; widened_rows_fit) on `threads`
+// threads (opts as for simd_run_rows). Scratch is allocated first (std::bad_alloc before any
+// write).
 void widened_rows_run(size_t target_index, const onorm_request& q, unsigned opts, int threads);
 
 }  // namespace cpu
