@@ -200,10 +200,8 @@ ONORM_DEV bool items_whole(int n, int lane) {
   return (lane + (ITEMS - 1) * STRIDE) * VEC + VEC <= n;
 }
 
-// The raw words of a thread's whole items of an aligned row: loaded (load) and converted
-// (unpack) apart, so that the loads of several rows (two inputs, x and a residual) are all
-// issued before the first conversion. Loaded one row after the other, each conversion in its
-// own branch, the second row's loads waited for the first's.
+// The raw words of a thread's whole items of an aligned row, loaded (load) and converted
+// (unpack) apart.
 template <typename T, int ITEMS, int STRIDE, int VEC>
 struct RawItems {
   RawN<T, VEC> item[ITEMS];
@@ -216,6 +214,19 @@ struct RawItems {
     for (int i = 0; i < ITEMS; ++i) unpack_n<T, VEC>(item[i], v + i * VEC);
   }
 };
+
+// A thread's whole items of two aligned rows (two inputs, or x and a residual) as floats, every
+// load of both issued before the first conversion. Loaded one row after the other, each
+// conversion in its own branch, the second row's loads waited for the first's.
+template <typename T0, typename T1, int ITEMS, int STRIDE, int VEC>
+ONORM_DEV void load_whole_pair(const T0* p0, const T1* p1, int lane, float* v0, float* v1) {
+  RawItems<T0, ITEMS, STRIDE, VEC> r0;
+  RawItems<T1, ITEMS, STRIDE, VEC> r1;
+  r0.load(p0, lane);
+  r1.load(p1, lane);
+  r0.unpack(v0);
+  r1.unpack(v1);
+}
 
 // Loads ITEMS vectors of VEC elements for one thread of a group of STRIDE threads: item i
 // covers elements [(lane + i*STRIDE)*VEC, +VEC) of p[0, n). Out-of-range elements get `pad`.

@@ -107,8 +107,9 @@ ONORM_DEV void element_of(const float (&v)[NI][E], int e, float* x) {
 
 // Loads a thread's items of columns [col0, col0 + n) of `row` for every input. Two inputs, one
 // of them 16-bit: whole items of aligned rows with every load issued before the first
-// conversion (RawItems). f32 words need no conversion, so load_items' loads do not wait: the
-// same order for two f32 inputs measured slower where the slices spill (bench/RESULTS.md).
+// conversion (load_whole_pair). f32 words need no conversion, so load_items' loads do not
+// wait: the same order for two f32 inputs measured slower where the slices spill
+// (bench/RESULTS.md).
 template <typename R, int ITEMS, int STRIDE>
 ONORM_DEV void load_inputs(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
                            float (&v)[R::Op::kInputs][ITEMS * R::kVec]) {
@@ -119,12 +120,7 @@ ONORM_DEV void load_inputs(const RowArgs& a, int64_t row, int64_t col0, int n, i
     const auto* x1 = static_cast<const typename R::In1*>(a.in[1]) + row * a.in_stride[1] + col0;
     constexpr bool kSixteenBit = sizeof(typename R::In) == 2 || sizeof(typename R::In1) == 2;
     if (kSixteenBit && a.in_vec[0] && a.in_vec[1] && items_whole<ITEMS, STRIDE, VEC>(n, lane)) {
-      RawItems<typename R::In, ITEMS, STRIDE, VEC> r0;
-      RawItems<typename R::In1, ITEMS, STRIDE, VEC> r1;
-      r0.load(x, lane);
-      r1.load(x1, lane);
-      r0.unpack(v[0]);
-      r1.unpack(v[1]);
+      load_whole_pair<typename R::In, typename R::In1, ITEMS, STRIDE, VEC>(x, x1, lane, v[0], v[1]);
       return;
     }
     load_items<typename R::In, ITEMS, STRIDE, VEC>(x, n, lane, v[0], a.in_vec[0] != 0, Op::pad(0));

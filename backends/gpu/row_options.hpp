@@ -62,7 +62,8 @@ ONORM_DEV void add_residual(const RowArgs& a, int64_t row, int64_t col0, int n, 
 }
 
 // A thread's items of x, and h = x + residual where the request has one (add_residual); whole
-// items of aligned rows with every load of both issued before the first conversion (RawItems).
+// items of aligned rows with every load of both issued before the first conversion
+// (load_whole_pair).
 template <typename R, int ITEMS, int STRIDE>
 ONORM_DEV void load_row_inputs(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
                                float (&v)[R::Op::kInputs][ITEMS * R::kVec]) {
@@ -72,12 +73,10 @@ ONORM_DEV void load_row_inputs(const RowArgs& a, int64_t row, int64_t col0, int 
     constexpr int VEC = R::kVec;
     if (a.opt.res) {
       if (a.in_vec[0] && a.opt.res_vec && items_whole<ITEMS, STRIDE, VEC>(n, lane)) {
-        RawItems<In, ITEMS, STRIDE, VEC> rx, rr;
-        rx.load(static_cast<const In*>(a.in[0]) + row * a.in_stride[0] + col0, lane);
-        rr.load(static_cast<const In*>(a.opt.res) + row * a.opt.res_stride + col0, lane);
         float t[ITEMS * VEC];
-        rx.unpack(v[0]);
-        rr.unpack(t);
+        load_whole_pair<In, In, ITEMS, STRIDE, VEC>(static_cast<const In*>(a.in[0]) + row * a.in_stride[0] + col0,
+                                                    static_cast<const In*>(a.opt.res) + row * a.opt.res_stride + col0,
+                                                    lane, v[0], t);
 #pragma unroll
         for (int e = 0; e < ITEMS * VEC; ++e) v[0][e] = round_to<In>(v[0][e] + t[e]);
       } else {
