@@ -23,8 +23,8 @@ import torch_gpu  # bench/, beside this script: allow_recompiles()
 
 X_BYTES = 256 << 20
 WIDTHS = [64, 1024, 4096, 8192, 16384, 32768, 131072, 262144]
-OPS = ["softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm", "rms_norm_fp8", "softmax_backward",
-       "rms_norm_backward", "layer_norm_backward"]
+OPS = ["softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm", "rms_norm_fp8", "rms_norm_gemma",
+       "rms_norm_f32w", "softmax_backward", "rms_norm_backward", "layer_norm_backward"]
 PEERS = ["onlinenorm", "eager", "compile", "liger", "quack"]
 
 
@@ -58,8 +58,10 @@ def moved_bytes(op, rows, cols, es):
         return 2 * x + 2 * cols * es
     if op == "softmax_backward":
         return 3 * x
-    if op == "rms_norm":
+    if op in ("rms_norm", "rms_norm_gemma"):
         return 2 * x + cols * es
+    if op == "rms_norm_f32w":
+        return 2 * x + cols * 4
     if op == "add_rms_norm":
         return 4 * x + cols * es
     if op == "rms_norm_fp8":
@@ -156,6 +158,30 @@ class Case:
             if quack:
                 qr = quack
                 self.fns["quack"] = lambda: qr.rmsnorm_fwd(x, w, eps=eps)
+        elif op == "rms_norm_gemma":  # Gemma's scale 1 + gamma, gamma of x's dtype
+            y = torch.empty_like(x)
+            self.fns["onlinenorm"] = lambda: onlinenorm.norm(x, "rms_norm", w, eps=eps, weight_offset=1.0, out=y)
+            fwd = lambda a, g: (F.rms_norm(a.float(), (cols,), None, eps) * (1.0 + g.float())).to(a.dtype)
+            self.fns["eager"] = lambda: fwd(x, w)
+            c = torch.compile(fwd, dynamic=False)
+            self.fns["compile"] = lambda: c(x, w)
+            if liger:
+                lr = liger[0]
+                self.fns["liger"] = lambda: lr.LigerRMSNormFunction.apply(x, w, eps, 1.0, "gemma", False)
+        elif op == "rms_norm_f32w":  # f32 gamma beside x's dtype (mixed-precision weights)
+            wf = w.float()
+            y = torch.empty_like(x)
+            self.fns["onlinenorm"] = lambda: onlinenorm.rms_norm(x, wf, eps, out=y)
+            fwd = lambda a, g: F.rms_norm(a.float(), (cols,), g, eps).to(a.dtype)
+            self.fns["eager"] = lambda: fwd(x, wf)
+            c = torch.compile(fwd, dynamic=False)
+            self.fns["compile"] = lambda: c(x, wf)
+            if liger:
+                lr = liger[0]
+                self.fns["liger"] = lambda: lr.LigerRMSNormFunction.apply(x, wf, eps, 0.0, "llama", False)
+            if quack:
+                qr = quack
+                self.fns["quack"] = lambda: qr.rmsnorm_fwd(x, wf, eps=eps)
         elif op == "add_rms_norm":
             r = torch.randn_like(x)
             y, h = torch.empty_like(x), torch.empty_like(x)

@@ -254,7 +254,8 @@ TEST_P(NormArgs, ManyRowsInBatches) {
 }
 
 // The options where the GPUs carry them inside the row kernels (residual and residual_out of
-// x's dtype, gamma and beta of x's dtype, no offset): every register width and cluster size,
+// x's dtype; gamma and beta of x's dtype, f32 beside 16-bit x, or of another dtype or with a
+// weight_offset, which the GPUs fold into f32 first): every register width and cluster size,
 // each output dtype, the quantized ones with both scales, with and without residual_out, the
 // residual's rows on 16 bytes or off them; the zero, NaN, inf (the float64 fallback, which
 // reads x and the residual again) and offset rows.
@@ -269,6 +270,11 @@ TEST_P(NormArgs, OptionsInsideTheRows) {
       p.cols = cols;
       p.rows = cols > 20000 ? 5 : 6;
       p.xt = p.pt = xt;
+      const int ck = static_cast<int>(rng() % 4);  // x's columns, Gemma's, f32 (16-bit x), another dtype
+      if (ck == 1) p.offset = 1.0;
+      if (ck == 2) p.pt = ONORM_F32;
+      if (ck == 3) p.pt = xt == ONORM_F32 ? ONORM_BF16 : xt == ONORM_BF16 ? ONORM_F16 : ONORM_BF16;
+      if (ck == 3) p.offset = -0.5;
       const int yk = static_cast<int>(rng() % 4);
       p.yt = yk == 0 ? ONORM_I8 : yk == 1 ? ONORM_F8_E4M3 : yk == 2 ? xt : ONORM_F32;
       p.dynamic = rng() % 4 != 0;

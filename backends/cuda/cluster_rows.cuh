@@ -36,7 +36,7 @@ __device__ __forceinline__ void prefetch_cols(const gpu::RowArgs& a, int64_t col
   constexpr int VEC = R::kVec;
 #pragma unroll
   for (int q = 0; q < R::Op::kCols; ++q) {
-    const auto* col = static_cast<const typename R::In*>(a.col[q]);
+    const auto* col = static_cast<const typename R::Col*>(a.col[q]);
     if (!col) continue;
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
@@ -141,8 +141,7 @@ __device__ __forceinline__ void finish_from_stage(const gpu::RowArgs& a, const g
     const int off = i * BLOCK * VEC;  // item i of every thread: one item of a block shifted by off
     float y[1][VEC];
     gpu::load_items<typename R::In, 1, BLOCK, VEC>(x + off, n - off, lane, y[0], true, Op::pad(0));
-    gpu::finish_items<R, 1, BLOCK, typename R::In, false, false>(cols, (kColsStaged ? 0 : col0) + off, n - off, lane,
-                                                                  y, cf);
+    gpu::finish_items<R, 1, BLOCK, false>(cols, (kColsStaged ? 0 : col0) + off, n - off, lane, y, cf);
     gpu::store_items_as<VEC, 1, BLOCK>(a.out, a.out_dtype, row * a.out_stride + col0 + off, n - off, lane, y[0],
                                        a.out_vec != 0);
   }
@@ -254,7 +253,8 @@ constexpr bool kStreamStagedCols = !kStreamReload<R>;
 template <typename R>
 __host__ __device__ constexpr size_t stream_smem_bytes(int64_t chunk) {
   const int cols = kStreamStagedCols<R> ? R::Op::kCols : 0;
-  return stream_slice_bytes<typename R::In>(chunk) * size_t(kStreamStages<R> + cols);
+  return stream_slice_bytes<typename R::In>(chunk) * size_t(kStreamStages<R>) +
+         stream_slice_bytes<typename R::Col>(chunk) * size_t(cols);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -263,15 +263,15 @@ __host__ __device__ constexpr size_t stream_smem_bytes(int64_t chunk) {
 template <typename R, int BLOCK>
 __device__ __forceinline__ gpu::RowArgs stage_columns(const gpu::RowArgs& a, int64_t col0, int n, unsigned char* dst,
                                                       int64_t chunk) {
-  using In = typename R::In;
+  using Col = typename R::Col;
   gpu::RowArgs c = a;
 #pragma unroll
   for (int q = 0; q < R::Op::kCols; ++q) {
     if (!a.col[q]) continue;
-    In* to = reinterpret_cast<In*>(dst + q * stream_slice_bytes<In>(chunk));
-    const In* from = static_cast<const In*>(a.col[q]) + col0;
-    if (a.col_vec) {  // n is a multiple of the vector width (stream_rows)
-      constexpr int V = 16 / sizeof(In);
+    Col* to = reinterpret_cast<Col*>(dst + q * stream_slice_bytes<Col>(chunk));
+    const Col* from = static_cast<const Col*>(a.col[q]) + col0;
+    if (a.col_vec) {  // n is a multiple of x's vector width (stream_rows), and so of Col's
+      constexpr int V = 16 / sizeof(Col);
       for (int i = threadIdx.x; i < n / V; i += BLOCK)
         reinterpret_cast<gpu::shim::Vec16*>(to)[i] = reinterpret_cast<const gpu::shim::Vec16*>(from)[i];
     } else {

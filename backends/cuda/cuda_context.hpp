@@ -19,10 +19,11 @@ struct CudaContext {
   int device = 0;
   std::string name;
   gpu::PlanCaps caps;
-  std::mutex mu;                  // guards stream and workspace
+  std::mutex mu;                  // guards stream and workspaces
   cudaStream_t stream = nullptr;  // the legacy default stream until set
   gpu::Workspace ws;
-  cudaEvent_t ws_event = nullptr;  // recorded after the workspace's last user
+  gpu::Workspace column_ws;        // folded column vectors (gpu/folded_columns.hpp)
+  cudaEvent_t ws_event = nullptr;  // recorded after the workspaces' last user
 };
 
 // Formats "what: cudaGetErrorString" into err and maps the error to a status.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <new>
 #include <string>
 
@@ -113,9 +114,10 @@ void close(void* impl) {
   auto* ctx = static_cast<CudaContext*>(impl);
   if (!ctx) return;
   cudaSetDevice(ctx->device);
-  if (ctx->ws.ptr) {
-    if (ctx->ws.recorded) cudaEventSynchronize(ctx->ws_event);
-    cudaFree(ctx->ws.ptr);
+  for (gpu::Workspace* w : {&ctx->ws, &ctx->column_ws}) {
+    if (!w->ptr) continue;
+    if (w->recorded) cudaEventSynchronize(ctx->ws_event);
+    cudaFree(w->ptr);
   }
   if (ctx->ws_event) cudaEventDestroy(ctx->ws_event);
   delete ctx;

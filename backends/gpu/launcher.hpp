@@ -4,7 +4,8 @@
 //   kClusters, kStaged            capabilities the backend has kernels and calls for
 //   stream(), check(what)         the stream; the last launch's error as a status
 //   wait_event(), free(p), malloc(pp, n), zero(p, n), stream_wait_event(), record_event()
-//   workspace()                   the context's gpu::Workspace (the caller holds its lock)
+//   workspace(), column_workspace()  the context's gpu::Workspaces: the placements' scratch and
+//                                 the folded column vectors (the caller holds their lock)
 //   caps()                        the context's PlanCaps
 //   (kStaged)   staged_per_sm<R, W, BLOCK>(smem, status), staged<R, W, BLOCK>(grid, smem, coop, a, s)
 //   (kClusters) cluster_fits<R, W, ITEMS, BLOCK>(K, status), cluster<R, W, ITEMS, BLOCK>(grid, K, a, s),
@@ -132,27 +133,40 @@ class Launcher {
     return rt_.template cluster_stream<R, W, ITEMS, BLOCK>(K, a, s, status);
   }
 
-  // The workspace, at least `bytes`, ordered after its previous user.
-  void* workspace(size_t bytes, onorm_status& status) {
-    Workspace& w = rt_.workspace();
-    status = grow_workspace(w, bytes, rt_);
-    if (status == ONORM_OK && w.recorded) status = rt_.stream_wait_event();
-    used_ = status == ONORM_OK;
-    return w.ptr;
+  onorm_status fold_columns(unsigned grid, const FoldArgs& f) {
+    fold_columns_kernel<kFoldBlock><<<grid, kFoldBlock, 0, rt_.stream()>>>(f);
+    return rt_.check("fold columns launch");
+  }
+
+  // The workspaces, at least `bytes`, ordered after their previous user.
+  void* workspace(size_t bytes, onorm_status& status) { return take(rt_.workspace(), used_, bytes, status); }
+  void* column_workspace(size_t bytes, onorm_status& status) {
+    return take(rt_.column_workspace(), used_columns_, bytes, status);
   }
   uint64_t next_epoch() { return gpu::next_epoch(rt_.workspace()); }
 
-  // Records the workspace's release after the last launch that used it.
+  // Records the workspaces' release after the last launch that used them.
   onorm_status finish() {
-    if (!used_) return ONORM_OK;
+    if (!used_ && !used_columns_) return ONORM_OK;
     const onorm_status s = rt_.record_event();
-    if (s == ONORM_OK) rt_.workspace().recorded = true;
+    if (s == ONORM_OK) {
+      if (used_) rt_.workspace().recorded = true;
+      if (used_columns_) rt_.column_workspace().recorded = true;
+    }
     return s;
   }
 
  private:
+  void* take(Workspace& w, bool& used, size_t bytes, onorm_status& status) {
+    status = grow_workspace(w, bytes, rt_);
+    if (status == ONORM_OK && w.recorded) status = rt_.stream_wait_event();
+    used = used || status == ONORM_OK;
+    return w.ptr;
+  }
+
   Rt& rt_;
   bool used_ = false;
+  bool used_columns_ = false;
 };
 
 // Runs a validated STATS or FINISH request of op Op with first input In on warp width W
@@ -178,7 +192,12 @@ onorm_status run_partial(Rt& rt, L& l, const onorm_request& q, Plan&& plan, char
     if constexpr (kRowOptions<Op>) {  // (a slice of no columns writes the statistics only: place_finish)
       if (is_quantized(q.out[0].dtype) && a.cols > 0) return run_options_around_plan<W>(rt, q, plan);
     }
-    return place_finish<R, W>(a, l, columns_of(q), q.state_in);
+    onorm_status status = ONORM_OK;
+    const onorm_request f = kernel_columns(q, l, status);
+    if (status != ONORM_OK) return status;
+    const RowArgs fa = row_args(f);
+    return visit_column_row<Op, In, false>(
+        f, [&](auto row) { return place_finish<typename decltype(row)::type, W>(fa, l, f.state_in); });
   }
 }
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "dtype_io.hpp"
+#include "folded_columns.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
 #include "onlinenorm/core/quantize.hpp"
 #include "onlinenorm/core/residual.hpp"
@@ -257,11 +258,11 @@ onorm_status run_options_around_plan(Rt& rt, const onorm_request& q, Plan&& plan
 }
 
 // Whether the row kernels can carry a request's options (RowOptions): h of x's dtype, the
-// column vectors of the version-1 form.
+// column vectors in a form the kernels take (folded_columns.hpp).
 inline bool options_in_rows(const onorm_request& q) {
   const core::ops::Signature& sig = core::ops::signature(q.op);
   const onorm_dtype t = q.in[0].dtype;
-  if (!plain_columns(q)) return false;
+  if (column_form(q) == ColumnForm::kFold) return false;
   if (has_residual(q) && (q.in[sig.inputs].dtype != t || (q.outputs > sig.outputs && q.out[sig.outputs].dtype != t)))
     return false;
   return true;
@@ -271,10 +272,15 @@ inline bool options_in_rows(const onorm_request& q) {
 // warp width W: inside the row kernels where a placement takes it, else around the plan;
 // plan(p) runs a request without options of any input dtype (h's dtype may not be x's).
 template <typename Op, typename In, int W, typename Rt, typename L, typename Plan>
-onorm_status run_norm_options(Rt& rt, L& l, const onorm_request& q, Plan&& plan) {
+onorm_status run_norm_options(Rt& rt, L& l, const onorm_request& q0, Plan&& plan) {
+  onorm_status status = ONORM_OK;
+  const onorm_request q = kernel_columns(q0, l, status);  // folded once, for the plan(p) below too
+  if (status != ONORM_OK) return status;
   if (options_in_rows(q)) {
-    onorm_status status = ONORM_OK;
-    if (place_with_options<Row<Op, In, In, true>, W>(row_args(q), l, status)) return status;
+    const bool placed = visit_column_row<Op, In, true>(q, [&](auto row) {
+      return place_with_options<typename decltype(row)::type, W>(row_args(q), l, status);
+    });
+    if (placed) return status;
   }
   return run_options_around_plan<W>(rt, q, plan);
 }

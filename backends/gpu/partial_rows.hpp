@@ -130,13 +130,13 @@ onorm_status place_stats(const RowArgs& a, L& l, void* states) {
   return ONORM_OK;
 }
 
-// FINISH of a request's rows from states (partial_state_t<Op>, one per row) in the columns' mode.
+// FINISH of a request's rows from states (partial_state_t<Op>, one per row).
 template <typename R, int W, typename L>
-onorm_status place_finish(const RowArgs& a, L& l, const Columns& cols, const void* states) {
+onorm_status place_finish(const RowArgs& a, L& l, const void* states) {
   using Op = typename R::Op;
   using Shape = SplitShape<R>;
   const int64_t K = (a.cols + Shape::kChunk - 1) / Shape::kChunk;
-  if (a.cols > 0 && cols.finish_mode == kModeFinish && a.cols <= register_max_cols<R>(l.caps())) {
+  if (a.cols > 0 && a.cols <= register_max_cols<R>(l.caps())) {
     SplitArgs s{};
     if constexpr (Op::kF64Fallback) {
       onorm_status status = ONORM_OK;
@@ -163,7 +163,6 @@ onorm_status place_finish(const RowArgs& a, L& l, const Columns& cols, const voi
     s.chunk = Shape::kChunk;
     s.chunks = K;
     s.row0 = r0;
-    s.col_offset0 = cols.offset;
     if constexpr (Op::kF64Fallback) {
       s.row_coefs = coefs;
       if (onorm_status e = l.template state_coefs<R>(nb, a, s, states)) return e;
@@ -173,7 +172,7 @@ onorm_status place_finish(const RowArgs& a, L& l, const Columns& cols, const voi
     }
     if (K == 0) continue;  // a slice of no columns: the statistics only (state_coefs_kernel)
     const unsigned gx = static_cast<unsigned>(K), gy = static_cast<unsigned>(nb);
-    if (onorm_status e = launch_finish<R, W, Shape::kItems>(l, cols, gx, gy, a, s)) return e;
+    if (onorm_status e = l.template split<R, W, Shape::kItems, kSplitBlock, kModeFinish>(gx, gy, a, s)) return e;
   }
   return ONORM_OK;
 }

@@ -16,12 +16,14 @@ namespace gpu {
 // One kernel instantiation: the op (core/ops) and the element type of each input it reads
 // (In1 = In for single-input ops). Vectors hold VEC = 16 / sizeof(In) elements of every input.
 // kOptions: the kernels carry the norms' RowOptions (their own instantiations, so that the
-// rows without them keep their registers).
-template <typename OpT, typename InT, typename In1T = InT, bool kOptionsT = false>
+// rows without them keep their registers). Col: the element type of the column vectors (gamma,
+// beta): x's, or f32 beside 16-bit rows (folded_columns.hpp).
+template <typename OpT, typename InT, typename In1T = InT, bool kOptionsT = false, typename ColT = InT>
 struct Row {
   using Op = OpT;
   using In = InT;
   using In1 = In1T;
+  using Col = ColT;
   static constexpr int kVec = io<InT>::kVec;
   static constexpr bool kOptions = kOptionsT;
 };
@@ -56,7 +58,7 @@ struct RowArgs {
   int64_t out_stride;
   int out_dtype;                            // kF32 / kF16 / kBF16 (kE4M3 / kI8: opt)
   int out_vec;                              // out rows aligned for VEC-element stores
-  const void* col[ONORM_REQUEST_COLS];      // in[0]'s dtype, or null (the op's col_default)
+  const void* col[ONORM_REQUEST_COLS];      // Row::Col elements, or null (the op's col_default)
   int col_vec;                              // every col 16-byte aligned
   float* row_out[ONORM_REQUEST_ROW_OUTS];
   double param[ONORM_REQUEST_PARAMS];       // as given: eps beyond FLT_MAX stays exact in double
@@ -75,9 +77,7 @@ struct SplitArgs {
   const void* final_states;  // two-read finish: one merged state per batch row
   const void* row_coefs;     // two-read finish of ops with a float64 fallback: coefficients per batch row
   int prefetch_cols;         // cluster: prefetch the column vectors to L1 before the merge
-  float col_offset0;         // two-read finish of other columns (kModeFinishF32, ...): added to column 0
 };
-static_assert(sizeof(SplitArgs) == 80, "SplitArgs: the offset in the padding (a larger struct costs registers)");
 
 // Bytes of an element of any onorm_dtype (the kernels take f32, f16 and bf16).
 inline int64_t dtype_size(int dtype) {

@@ -170,11 +170,11 @@ ONORM_DEV ChunkStats<typename R::Op> chunk_passes(float (&v)[R::Op::kInputs][ITE
   return cs;
 }
 
-// The VEC values of column vector q at item c (Op::col_default where the request gave none):
-// of element type Col (x's for the version-1 columns), plus `offset` on column 0 (kOffset:
-// weight_offset).
-template <typename R, int VEC, typename Col = typename R::In, bool kOffset = false>
-ONORM_DEV void load_col(const RowArgs& a, int q, int64_t col0, int c, int n, float* o, float offset = 0.0f) {
+// The VEC values of column vector q at item c (Op::col_default where the request gave none),
+// of element type Row::Col.
+template <typename R, int VEC>
+ONORM_DEV void load_col(const RowArgs& a, int q, int64_t col0, int c, int n, float* o) {
+  using Col = typename R::Col;
   const auto* col = static_cast<const Col*>(a.col[q]);
   if (col) {
     load_one_item<Col, VEC>(col + col0, c, n, a.col_vec != 0, 0.0f, o);
@@ -182,20 +182,14 @@ ONORM_DEV void load_col(const RowArgs& a, int q, int64_t col0, int c, int n, flo
 #pragma unroll
     for (int j = 0; j < VEC; ++j) o[j] = R::Op::col_default(q);
   }
-  if constexpr (kOffset) {
-    if (q == 0) {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) o[j] += offset;
-    }
-  }
 }
 
 // The same for ITEMS vectors of a thread of STRIDE (items at (lane + i * STRIDE) * VEC).
 template <typename R, int ITEMS, int STRIDE>
 ONORM_DEV void load_col_items(const RowArgs& a, int q, int64_t col0, int n, int lane, float* o) {
-  const auto* col = static_cast<const typename R::In*>(a.col[q]);
+  const auto* col = static_cast<const typename R::Col*>(a.col[q]);
   if (col) {
-    load_items<typename R::In, ITEMS, STRIDE, R::kVec>(col + col0, n, lane, o, a.col_vec != 0, 0.0f);
+    load_items<typename R::Col, ITEMS, STRIDE, R::kVec>(col + col0, n, lane, o, a.col_vec != 0, 0.0f);
   } else {
 #pragma unroll
     for (int j = 0; j < ITEMS * R::kVec; ++j) o[j] = R::Op::col_default(q);
@@ -241,11 +235,11 @@ constexpr int col_window(int items) {
 // of whole items (col_window) are issued before any is used; an item the row's end cuts takes
 // its elements one at a time, items past it nothing. kPresent: bit q set where column vector q
 // was given (the others take Op::col_default, a constant).
-template <unsigned kPresent, bool kAllWhole, typename R, int ITEMS, int STRIDE, typename Col, bool kOffset>
+template <unsigned kPresent, bool kAllWhole, typename R, int ITEMS, int STRIDE>
 ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int lane,
-                                    float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& cf,
-                                    float offset) {
+                                    float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& cf) {
   using Op = typename R::Op;
+  using Col = typename R::Col;
   constexpr int VEC = R::kVec, NC = Op::kCols;
   constexpr int G = col_window<R, Col>(ITEMS);
   static_assert(ITEMS % G == 0, "windows tile the items");
@@ -276,10 +270,6 @@ ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int l
 #pragma unroll
           for (int j = 0; j < VEC; ++j) cv[q][j] = Op::col_default(q);
         }
-        if (kOffset && q == 0) {
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) cv[q][j] += offset;
-        }
       }
       finish_item<R, NC>(v, i0 + g, cf, cv);
     }
@@ -292,7 +282,7 @@ ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int l
       if (c < n && c + VEC > n) {
         float cv[NC][VEC];
 #pragma unroll
-        for (int q = 0; q < NC; ++q) load_col<R, VEC, Col, kOffset>(a, q, col0, c, n, cv[q], offset);
+        for (int q = 0; q < NC; ++q) load_col<R, VEC>(a, q, col0, c, n, cv[q]);
         finish_item<R, NC>(v, i, cf, cv);
       }
     }
@@ -301,16 +291,14 @@ ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int l
 
 // The finish of a thread's items with the chunk's coefficients (Op::finish, or finish_kept
 // on pass 2's kept values), into v[0].
-// Col, kOffset, offset: the column vectors' element type and column 0's offset (load_col).
 // Aligned column vectors, all given (or only the first, for a thread whose items are whole):
 // finish_aligned_items (a branch around each item's load and its use made every load wait for
 // the one before: LayerNorm, two waits an item). Else item by item. kCut: threads whose items
 // the row's end cuts take finish_aligned_items too (slices under a cap of 64 registers, of which
 // only a row's last is cut, spilled several hundred bytes more with it: item by item there).
-template <typename R, int ITEMS, int STRIDE, typename Col = typename R::In, bool kOffset = false, bool kCut = true>
+template <typename R, int ITEMS, int STRIDE, bool kCut = true>
 ONORM_DEV void finish_items(const RowArgs& a, int64_t col0, int n, int lane,
-                            float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& cf,
-                            float offset = 0.0f) {
+                            float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& cf) {
   using Op = typename R::Op;
   constexpr int VEC = R::kVec, NC = Op::kCols > 0 ? Op::kCols : 1;
   if constexpr (Op::kCols > 0) {
@@ -321,15 +309,15 @@ ONORM_DEV void finish_items(const RowArgs& a, int64_t col0, int n, int lane,
       for (int q = 0; q < Op::kCols; ++q) present |= a.col[q] ? 1u << q : 0u;
       const bool whole = (lane + (ITEMS - 1) * STRIDE) * VEC + VEC <= n;
       if (present == kAll && whole) {
-        finish_aligned_items<kAll, true, R, ITEMS, STRIDE, Col, kOffset>(a, col0, n, lane, v, cf, offset);
+        finish_aligned_items<kAll, true, R, ITEMS, STRIDE>(a, col0, n, lane, v, cf);
         return;
       }
       if (kCut && present == kAll) {
-        finish_aligned_items<kAll, false, R, ITEMS, STRIDE, Col, kOffset>(a, col0, n, lane, v, cf, offset);
+        finish_aligned_items<kAll, false, R, ITEMS, STRIDE>(a, col0, n, lane, v, cf);
         return;
       }
       if (Op::kCols > 1 && present == 1u && whole) {
-        finish_aligned_items<1u, true, R, ITEMS, STRIDE, Col, kOffset>(a, col0, n, lane, v, cf, offset);
+        finish_aligned_items<1u, true, R, ITEMS, STRIDE>(a, col0, n, lane, v, cf);
         return;
       }
     }
@@ -339,7 +327,7 @@ ONORM_DEV void finish_items(const RowArgs& a, int64_t col0, int n, int lane,
     const int c = (lane + i * STRIDE) * VEC;
     float cv[NC][VEC];
 #pragma unroll
-    for (int q = 0; q < Op::kCols; ++q) load_col<R, VEC, Col, kOffset>(a, q, col0, c, n, cv[q], offset);
+    for (int q = 0; q < Op::kCols; ++q) load_col<R, VEC>(a, q, col0, c, n, cv[q]);
     finish_item<R, NC>(v, i, cf, cv);
   }
 }

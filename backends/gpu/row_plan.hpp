@@ -1,7 +1,6 @@
 // The GPU planner, shared by CUDA and HIP: which placement runs a request, with which shape.
 // The placements, in order; the first that accepts the row (op, dtypes, width, device
-// capabilities) runs it (column vectors other than x's dtype without offset, param_dtype and
-// weight_offset, run two-read only: Columns):
+// capabilities) runs it (column vectors of another form: folded_columns.hpp):
 //   cluster     rows split over a thread-block cluster, slices in registers (capability
 //               `cluster`: CUDA sm_90+; the launcher has kClusters); rows the copy engine can
 //               stage stream through a resident grid of clusters (`cluster_stream`);
@@ -22,6 +21,7 @@
 //   split<R, W, ITEMS, BLOCK, MODE>(gx, gy, a, s), row_coefs<R, W, BLOCK>(gx, a, s),
 //   merge<S, W, BLOCK>(gx, gy, in, out, count)                 the two-read kernels
 //   workspace(bytes, status): device scratch ordered after its previous user; next_epoch()
+//   column_workspace(bytes, status), fold_columns(grid, f): the folded column vectors
 #pragma once
 
 #include <algorithm>
@@ -29,6 +29,7 @@
 #include <cstdio>
 
 #include "backend_interface.h"
+#include "folded_columns.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
 #include "register_shapes.hpp"
 #include "request_form.hpp"
@@ -306,28 +307,6 @@ struct SplitShape {
   static constexpr int64_t kChunk = int64_t(kSplitBlock) * kItems * R::kVec;
 };
 
-// The column vectors of a request as the two-read finish takes them: its mode (kModeFinish for
-// the version-1 columns) and column 0's offset.
-struct Columns {
-  int finish_mode = kModeFinish;
-  float offset = 0.0f;
-};
-
-// The finish launch of a batch in the columns' mode (every mode instantiated for ops with
-// column vectors only).
-template <typename R, int W, int ITEMS, typename L>
-onorm_status launch_finish(L& l, const Columns& cols, unsigned gx, unsigned gy, const RowArgs& a, const SplitArgs& s) {
-  if constexpr (R::Op::kCols > 0) {
-    switch (cols.finish_mode) {
-      case kModeFinishF32: return l.template split<R, W, ITEMS, kSplitBlock, kModeFinishF32>(gx, gy, a, s);
-      case kModeFinishF16: return l.template split<R, W, ITEMS, kSplitBlock, kModeFinishF16>(gx, gy, a, s);
-      case kModeFinishBF16: return l.template split<R, W, ITEMS, kSplitBlock, kModeFinishBF16>(gx, gy, a, s);
-      default: break;
-    }
-  }
-  return l.template split<R, W, ITEMS, kSplitBlock, kModeFinish>(gx, gy, a, s);
-}
-
 // Rows per two-read batch: a batch's rows fit half the L2 (they are read twice), and grid y
 // holds at most 65535.
 template <typename R, typename L>
@@ -368,7 +347,7 @@ onorm_status two_read_states(const RowArgs& a, L& l, SplitArgs& s, unsigned gx, 
 }
 
 template <typename R, int W, typename L>
-onorm_status place_two_read(const RowArgs& a, L& l, const Columns& cols) {
+onorm_status place_two_read(const RowArgs& a, L& l) {
   using Op = typename R::Op;
   using Shape = SplitShape<R>;
   constexpr int kItems = Shape::kItems;
@@ -387,28 +366,25 @@ onorm_status place_two_read(const RowArgs& a, L& l, const Columns& cols) {
     s.chunk = Shape::kChunk;
     s.chunks = K;
     s.row0 = r0;
-    s.col_offset0 = cols.offset;
     const unsigned gx = static_cast<unsigned>(K), gy = static_cast<unsigned>(nb);
     if (onorm_status e = two_read_states<R, W>(a, l, s, gx, gy, b0, b1)) return e;
     if constexpr (Op::kF64Fallback) {  // coefficients before the finish writes (in place)
       s.row_coefs = b1 + buf1;
       if (onorm_status e = l.template row_coefs<R, W, kSplitBlock>(gy, a, s)) return e;
     }
-    if (onorm_status e = launch_finish<R, W, kItems>(l, cols, gx, gy, a, s)) return e;
+    if (onorm_status e = l.template split<R, W, kItems, kSplitBlock, kModeFinish>(gx, gy, a, s)) return e;
   }
   return ONORM_OK;
 }
 
 // ------------------------------------------------------------------ the plan
-// Columns other than the version-1 ones go to two-read (launch_finish).
 template <typename R, int W, typename L>
-onorm_status plan_rows(const RowArgs& a, L& l, const Columns& cols = Columns{}) {
+onorm_status plan_rows(const RowArgs& a, L& l) {
   onorm_status status = ONORM_OK;
-  if (cols.finish_mode == kModeFinish &&
-      (place_cluster<R, W>(a, l, status, cluster_min_cols<R>(l.caps())) || place_registers<R, W>(a, l, status) ||
-       place_staged<R, W>(a, l, status)))
+  if (place_cluster<R, W>(a, l, status, cluster_min_cols<R>(l.caps())) || place_registers<R, W>(a, l, status) ||
+      place_staged<R, W>(a, l, status))
     return status;
-  return place_two_read<R, W>(a, l, cols);
+  return place_two_read<R, W>(a, l);
 }
 
 // The norms with their options inside the row kernels (RowArgs::opt; norm_options.hpp): the
@@ -422,38 +398,29 @@ bool place_with_options(const RowArgs& a, L& l, onorm_status& status) {
   return place_cluster<R, W>(a, l, status, min_cols) || place_registers<R, W>(a, l, status, reg_cols);
 }
 
-// The columns of a request: the version-1 ones, or param_dtype's with weight_offset.
-inline Columns columns_of(const onorm_request& q) {
-  Columns c;
-  if (plain_columns(q)) return c;
-  c.finish_mode = q.col_dtype == ONORM_F32 ? kModeFinishF32 : q.col_dtype == ONORM_F16 ? kModeFinishF16 : kModeFinishBF16;
-  c.offset = static_cast<float>(q.col_offset[0]);
-  return c;
-}
-
 // f(op, type_tag<In>{}) for a request's op and first input's element type: the unit a backend
-// instantiates per translation unit. An offset on column 1 has no API.
+// instantiates per translation unit.
 template <typename F>
 onorm_status visit_request(const onorm_request& q, F&& f, char* err, size_t err_len) {
-  if (q.col_offset[1] != 0.0) {
-    if (err && err_len) std::snprintf(err, err_len, "gpu: the row plan takes no column-1 offset");
-    return ONORM_ERROR_INTERNAL;
-  }
   return core::ops::visit(q.op, [&](auto op) {
     return visit_dtype(q.in[0].dtype, [&](auto in) { return f(op, in); }, err, err_len);
   });
 }
 
-// The plan of op Op with first input In: the other inputs' element types, then plan_rows.
+// The plan of op Op with first input In: the columns in a form the kernels take, the other
+// inputs' element types, then plan_rows.
 template <typename Op, typename In, int W, typename L>
-onorm_status plan_op(const onorm_request& q, L& l, char* err, size_t err_len) {
+onorm_status plan_op(const onorm_request& q0, L& l, char* err, size_t err_len) {
+  onorm_status status = ONORM_OK;
+  const onorm_request q = kernel_columns(q0, l, status);
+  if (status != ONORM_OK) return status;
   const RowArgs a = row_args(q);
   if constexpr (Op::kInputs > 1) {
     return visit_dtype(q.in[1].dtype, [&](auto in1) {
-      return plan_rows<Row<Op, In, typename decltype(in1)::type>, W>(a, l, columns_of(q));
+      return plan_rows<Row<Op, In, typename decltype(in1)::type>, W>(a, l);
     }, err, err_len);
   } else {
-    return plan_rows<Row<Op, In>, W>(a, l, columns_of(q));
+    return visit_column_row<Op, In, false>(q, [&](auto row) { return plan_rows<typename decltype(row)::type, W>(a, l); });
   }
 }
 

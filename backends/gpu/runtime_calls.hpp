@@ -1,6 +1,6 @@
 // The runtime calls of the launcher (launcher.hpp) that CUDA and HIP spell alike but for their
 // prefix (cuda / hip), written once: a backend's runtime class `Self` pastes them with its
-// prefix P, its context type Ctx (caps, ws, ws_event, stream), its error mapping
+// prefix P, its context type Ctx (caps, ws, column_ws, ws_event, stream), its error mapping
 // fail(error, what, err, err_len) and its capabilities (kClusters, kStaged: the calls for them,
 // which differ between the vendors, stay in the class).
 #pragma once
@@ -14,6 +14,7 @@
   }                                                                                                       \
   const gpu::PlanCaps& caps() const { return ctx_.caps; }                                                \
   gpu::Workspace& workspace() { return ctx_.ws; }                                                         \
+  gpu::Workspace& column_workspace() { return ctx_.column_ws; }                                           \
   P##Stream_t stream() const { return ctx_.stream; }                                                      \
   onorm_status check(const char* what) { return try_call(P##GetLastError(), what); }                      \
   onorm_status wait_event() { return try_call(P##EventSynchronize(ctx_.ws_event), #P "EventSynchronize"); } \

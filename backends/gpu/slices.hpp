@@ -28,21 +28,20 @@ ONORM_DEV coefs_t<Op> slice_coefs(const RowArgs& a, int64_t row, int lane, const
 }
 
 // Finishes the slice [col0, col0 + n) of `row` with the row's coefficients, into v[0].
-// Col, kOffset, offset: the column vectors (finish_items).
-template <typename R, int ITEMS, int BLOCK, typename Col = typename R::In, bool kOffset = false>
+template <typename R, int ITEMS, int BLOCK>
 ONORM_DEV void slice_finish_values(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
                                    float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& row_cf,
-                                   const ChunkStats<typename R::Op>& cs, bool first, float offset = 0.0f) {
+                                   const ChunkStats<typename R::Op>& cs, bool first) {
   const auto cf = slice_coefs<typename R::Op>(a, row, lane, row_cf, cs, first);
-  finish_items<R, ITEMS, BLOCK, Col, kOffset, false>(a, col0, n, lane, v, cf, offset);
+  finish_items<R, ITEMS, BLOCK, false>(a, col0, n, lane, v, cf);
 }
 
 // The same, then the slice's stores.
-template <typename R, int ITEMS, int BLOCK, typename Col = typename R::In, bool kOffset = false>
+template <typename R, int ITEMS, int BLOCK>
 ONORM_DEV void slice_finish(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
                             float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& row_cf,
-                            const ChunkStats<typename R::Op>& cs, bool first, float offset = 0.0f) {
-  slice_finish_values<R, ITEMS, BLOCK, Col, kOffset>(a, row, col0, n, lane, v, row_cf, cs, first, offset);
+                            const ChunkStats<typename R::Op>& cs, bool first) {
+  slice_finish_values<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, row_cf, cs, first);
   store_any<R, ITEMS, BLOCK>(a, row, col0, n, lane, v[0]);
 }
 

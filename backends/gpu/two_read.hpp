@@ -10,31 +10,7 @@
 namespace onorm {
 namespace gpu {
 
-// kModeFinish takes the version-1 columns (x's dtype, no offset); the other finish modes take
-// columns of f32, f16 or bf16 with column 0's offset (SplitArgs::col_offset0): param_dtype and
-// weight_offset, which only this placement takes (their finishes cost the single-read kernels
-// registers and spills).
-enum : int { kModeStats = 1, kModeFinish = 2, kModeFinishF32 = 3, kModeFinishF16 = 4, kModeFinishBF16 = 5 };
-template <typename R, int MODE>
-struct finish_columns {
-  using type = typename R::In;
-  static constexpr bool kOffset = false;
-};
-template <typename R>
-struct finish_columns<R, kModeFinishF32> {
-  using type = float;
-  static constexpr bool kOffset = true;
-};
-template <typename R>
-struct finish_columns<R, kModeFinishF16> {
-  using type = core::f16_bits;
-  static constexpr bool kOffset = true;
-};
-template <typename R>
-struct finish_columns<R, kModeFinishBF16> {
-  using type = core::bf16_bits;
-  static constexpr bool kOffset = true;
-};
+enum : int { kModeStats = 1, kModeFinish = 2 };
 
 // One chunk per block: grid (K, batch).
 template <typename R, int WARP, int ITEMS, int BLOCK, int MODE>
@@ -60,9 +36,7 @@ __global__ void __launch_bounds__(BLOCK) split_chunk_kernel(RowArgs a, SplitArgs
       bool reread;
       cf = merged_coefs<R, WARP, BLOCK>(a, row, static_cast<const S*>(s.final_states)[blockIdx.y], reread);
     }
-    using Cols = finish_columns<R, MODE>;
-    slice_finish<R, ITEMS, BLOCK, typename Cols::type, Cols::kOffset>(a, row, col0, n, lane, v, cf, cs, chunk == 0,
-                                                                       s.col_offset0);
+    slice_finish<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, cf, cs, chunk == 0);
   }
 }
 

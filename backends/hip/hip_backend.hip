@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <new>
 #include <string>
@@ -94,9 +95,10 @@ void close(void* impl) {
   if (!ctx) return;
   // Failures here have nowhere to go: close cannot fail.
   (void)hipSetDevice(ctx->device.index);
-  if (ctx->ws.ptr) {
-    if (ctx->ws.recorded) (void)hipEventSynchronize(ctx->ws_event);
-    (void)hipFree(ctx->ws.ptr);
+  for (gpu::Workspace* w : {&ctx->ws, &ctx->column_ws}) {
+    if (!w->ptr) continue;
+    if (w->recorded) (void)hipEventSynchronize(ctx->ws_event);
+    (void)hipFree(w->ptr);
   }
   if (ctx->ws_event) (void)hipEventDestroy(ctx->ws_event);
   delete ctx;

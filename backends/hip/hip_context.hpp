@@ -31,10 +31,11 @@ struct HipContext {
   HipDevice device;
   std::string name;
   gpu::PlanCaps caps;             // no clusters, no cooperative schedule: registers, two reads
-  std::mutex mu;                  // guards stream and workspace
+  std::mutex mu;                  // guards stream and workspaces
   hipStream_t stream = nullptr;   // nullptr: the device's null stream
   gpu::Workspace ws;
-  hipEvent_t ws_event = nullptr;  // recorded after the workspace's last user
+  gpu::Workspace column_ws;        // folded column vectors (gpu/folded_columns.hpp)
+  hipEvent_t ws_event = nullptr;  // recorded after the workspaces' last user
 };
 
 // Runs a validated request of op Op whose first input's element type is In on the context's

@@ -596,7 +596,7 @@ void run_partial(onorm_ref::Op rop, onorm_dtype t, int64_t cols, int parts, std:
       q.row_out[0] = rop == onorm_ref::Op::layer_norm ? mean.data() : rstd.data();
       q.row_out[1] = rop == onorm_ref::Op::layer_norm ? rstd.data() : nullptr;
     }
-    ASSERT_EQ((gpu::place_finish<gpu::Row<Op, float>, W>(gpu::row_args(q), l, gpu::columns_of(q), states.data())),
+    ASSERT_EQ((gpu::place_finish<gpu::Row<Op, float>, W>(gpu::row_args(q), l, states.data())),
               ONORM_OK);
   }
   ASSERT_TRUE(l.errors().empty()) << l.errors();

@@ -31,6 +31,14 @@ class SimKernels {
     status = ONORM_OK;
     return workspace_.data();
   }
+  void* column_workspace(size_t bytes, onorm_status& status) {
+    column_workspace_.assign(bytes, 0xa5);
+    status = ONORM_OK;
+    return column_workspace_.data();
+  }
+  onorm_status fold_columns(unsigned grid, const onorm::gpu::FoldArgs& f) {
+    return run(grid, 1, onorm::gpu::kFoldBlock, [f] { onorm::gpu::fold_columns_kernel<onorm::gpu::kFoldBlock>(f); });
+  }
 
  protected:
   template <typename F>
@@ -46,6 +54,7 @@ class SimKernels {
   int stage_rows_launches_ = 0;
   onorm::gpu::PlanCaps caps_;
   std::vector<unsigned char> workspace_;
+  std::vector<unsigned char> column_workspace_;
 };
 
 }  // namespace onorm_sim_test
