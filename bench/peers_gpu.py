@@ -145,19 +145,23 @@ class Case:
             if quack:
                 wf, bf = w.float(), b.float()  # quack's LayerNorm takes float32 parameters only
                 self.fns["quack"] = lambda: quack.layernorm_fwd(x, wf, bf, eps=1e-5)
-        elif op == "rms_norm":
+        elif op in ("rms_norm", "rms_norm_f32w"):  # f32w: f32 gamma beside x's dtype (mixed-precision weights)
+            g = w.float() if op == "rms_norm_f32w" else w
             y = torch.empty_like(x)
-            self.fns["onlinenorm"] = lambda: onlinenorm.rms_norm(x, w, eps, out=y)
-            fwd = lambda a, g: F.rms_norm(a, (cols,), g, eps)
-            self.fns["eager"] = lambda: fwd(x, w)
+            self.fns["onlinenorm"] = lambda: onlinenorm.rms_norm(x, g, eps, out=y)
+            if op == "rms_norm":
+                fwd = lambda a, g_: F.rms_norm(a, (cols,), g_, eps)
+            else:
+                fwd = lambda a, g_: F.rms_norm(a.float(), (cols,), g_, eps).to(a.dtype)
+            self.fns["eager"] = lambda: fwd(x, g)
             c = torch.compile(fwd, dynamic=False)
-            self.fns["compile"] = lambda: c(x, w)
+            self.fns["compile"] = lambda: c(x, g)
             if liger:
                 lr = liger[0]
-                self.fns["liger"] = lambda: lr.LigerRMSNormFunction.apply(x, w, eps, 0.0, "llama", False)
+                self.fns["liger"] = lambda: lr.LigerRMSNormFunction.apply(x, g, eps, 0.0, "llama", False)
             if quack:
                 qr = quack
-                self.fns["quack"] = lambda: qr.rmsnorm_fwd(x, w, eps=eps)
+                self.fns["quack"] = lambda: qr.rmsnorm_fwd(x, g, eps=eps)
         elif op == "rms_norm_gemma":  # Gemma's scale 1 + gamma, gamma of x's dtype
             y = torch.empty_like(x)
             self.fns["onlinenorm"] = lambda: onlinenorm.norm(x, "rms_norm", w, eps=eps, weight_offset=1.0, out=y)
@@ -168,20 +172,6 @@ class Case:
             if liger:
                 lr = liger[0]
                 self.fns["liger"] = lambda: lr.LigerRMSNormFunction.apply(x, w, eps, 1.0, "gemma", False)
-        elif op == "rms_norm_f32w":  # f32 gamma beside x's dtype (mixed-precision weights)
-            wf = w.float()
-            y = torch.empty_like(x)
-            self.fns["onlinenorm"] = lambda: onlinenorm.rms_norm(x, wf, eps, out=y)
-            fwd = lambda a, g: F.rms_norm(a.float(), (cols,), g, eps).to(a.dtype)
-            self.fns["eager"] = lambda: fwd(x, wf)
-            c = torch.compile(fwd, dynamic=False)
-            self.fns["compile"] = lambda: c(x, wf)
-            if liger:
-                lr = liger[0]
-                self.fns["liger"] = lambda: lr.LigerRMSNormFunction.apply(x, wf, eps, 0.0, "llama", False)
-            if quack:
-                qr = quack
-                self.fns["quack"] = lambda: qr.rmsnorm_fwd(x, wf, eps=eps)
         elif op == "add_rms_norm":
             r = torch.randn_like(x)
             y, h = torch.empty_like(x), torch.empty_like(x)

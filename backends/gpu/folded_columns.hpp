@@ -1,11 +1,14 @@
-// The norms' column vectors (gamma, beta) as the row kernels take them (Row::Col): of x's dtype
-// (the version-1 form), or f32 beside 16-bit rows. Any other form (a weight_offset, a
-// param_dtype of neither kind) is folded once per call into f32 vectors in the launcher's
-// column workspace: s_j = float(weight_offset + gamma_j) and beta_j, each rounded once from
-// double, as the CPU backend folds them (backends/cpu/folded_columns.hpp), so that both
-// backends scale by the same floats. Folded, the request takes every placement of the
-// version-1 columns (f32 rows) or of f32 columns (16-bit rows); the fold reads the columns
-// once and writes 4 bytes a column.
+// The norms' column vectors (gamma, beta) as the row kernels take them: of element type
+// Row::Col, x's dtype (the version-1 form) or f32 beside 16-bit rows; RMSNorm's with its
+// weight_offset added as gamma loads (RowArgs::col_offset0, kOffsetInRows: Gemma's scale
+// 1 + gamma, one f32 addition, exact before its one rounding where the offset is a float).
+// Any other form (gamma of f16 beside bf16 x or of 16 bits beside f32 x, LayerNorm's offset,
+// an offset no float holds) is folded once per call into f32 vectors in the launcher's column
+// workspace:
+// s_j = float(weight_offset + gamma_j) and beta_j, each rounded once from double, as the CPU
+// backend folds them (backends/cpu/folded_columns.hpp). Both ways the kernels scale by the
+// floats the CPU does. The fold costs a kernel ahead of the row kernels (a few microseconds a
+// call on an H200: bench/RESULTS.md), which the common forms do without.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +16,6 @@
 
 #include "backend_interface.h"
 #include "onlinenorm/core/ops/dispatch.hpp"
-#include "request_form.hpp"
 #include "row_args.hpp"
 #include "visit_dtype.hpp"
 
@@ -21,15 +23,22 @@ namespace onorm {
 namespace gpu {
 
 enum class ColumnForm {
-  kOfX,   // x's dtype, no offsets (or no column vectors given)
-  kF32,   // f32 beside 16-bit rows, no offsets
-  kFold,  // anything else: fold_columns first
+  kOfX,   // x's dtype (or no column vectors given)
+  kF32,   // f32 beside 16-bit rows
+  kFold,  // anything else: kernel_columns folds them first
 };
 
 inline ColumnForm column_form(const onorm_request& q) {
-  if (core::ops::signature(q.op).cols == 0 || plain_columns(q)) return ColumnForm::kOfX;
-  for (int k = 0; k < ONORM_REQUEST_COLS; ++k)
+  const int cols = core::ops::signature(q.op).cols;
+  if (cols == 0) return ColumnForm::kOfX;
+  const double off = q.col_offset[0];
+  if (off != 0.0 && (cols != 1 || static_cast<double>(static_cast<float>(off)) != off))  // kOffsetInRows
+    return ColumnForm::kFold;
+  for (int k = 1; k < ONORM_REQUEST_COLS; ++k)
     if (q.col_offset[k] != 0.0) return ColumnForm::kFold;
+  bool given = false;
+  for (int k = 0; k < ONORM_REQUEST_COLS; ++k) given = given || q.col[k];
+  if (!given || q.col_dtype == q.in[0].dtype) return ColumnForm::kOfX;
   return q.col_dtype == ONORM_F32 ? ColumnForm::kF32 : ColumnForm::kFold;
 }
 
@@ -80,8 +89,8 @@ __global__ void __launch_bounds__(BLOCK) fold_columns_kernel(FoldArgs f) {
 }
 
 // q with its columns in a form the row kernels take: q itself, or its columns folded into the
-// launcher's column workspace (l.column_workspace, l.fold_columns). A column vector neither
-// given nor offset stays null (the op's default).
+// launcher's column workspace (l.column_workspace, l.fold_columns), offsets and all. A column
+// vector neither given nor offset stays null (the op's default).
 template <typename L>
 onorm_request kernel_columns(const onorm_request& q, L& l, onorm_status& status) {
   status = ONORM_OK;

@@ -60,11 +60,19 @@ struct RowArgs {
   int out_vec;                              // out rows aligned for VEC-element stores
   const void* col[ONORM_REQUEST_COLS];      // Row::Col elements, or null (the op's col_default)
   int col_vec;                              // every col 16-byte aligned
+  float col_offset0;                        // added to column 0 (kOffsetInRows): weight_offset
   float* row_out[ONORM_REQUEST_ROW_OUTS];
   double param[ONORM_REQUEST_PARAMS];       // as given: eps beyond FLT_MAX stays exact in double
   int64_t rows, cols;
   RowOptions opt;
 };
+
+// Ops whose kernels add RowArgs::col_offset0 to column 0 as it loads: RMSNorm (Gemma's scale
+// 1 + gamma). LayerNorm's kernels (two column vectors, more registers) measured slower with the
+// addition in them (H200: f32 rows of 1024 columns 92 -> 78% of copy, bench/RESULTS.md); its
+// offset is folded into its columns (folded_columns.hpp).
+template <typename Op>
+constexpr bool kOffsetInRows = Op::kCols == 1;
 
 struct SplitArgs {
   int64_t chunk;        // elements per chunk
@@ -109,6 +117,7 @@ inline RowArgs row_args(const onorm_request& q) {
     a.col[c] = q.col[c];
     a.col_vec = a.col_vec && aligned(q.col[c], 16);
   }
+  a.col_offset0 = static_cast<float>(q.col_offset[0]);  // exact where the kernels take it (column_form)
   for (int r = 0; r < ONORM_REQUEST_ROW_OUTS; ++r) a.row_out[r] = q.row_out[r];
   for (int p = 0; p < ONORM_REQUEST_PARAMS; ++p) a.param[p] = q.param[p];
   a.rows = q.in[0].rows;

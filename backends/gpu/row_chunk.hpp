@@ -170,8 +170,19 @@ ONORM_DEV ChunkStats<typename R::Op> chunk_passes(float (&v)[R::Op::kInputs][ITE
   return cs;
 }
 
+// Column 0's weight_offset (RowArgs::col_offset0) added to N of its values (kOffsetInRows).
+template <typename R, int N>
+ONORM_DEV void add_col_offset(const RowArgs& a, int q, float* o) {
+  if constexpr (kOffsetInRows<typename R::Op>) {
+    if (q == 0) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) o[j] += a.col_offset0;
+    }
+  }
+}
+
 // The VEC values of column vector q at item c (Op::col_default where the request gave none),
-// of element type Row::Col.
+// of element type Row::Col, with column 0's offset.
 template <typename R, int VEC>
 ONORM_DEV void load_col(const RowArgs& a, int q, int64_t col0, int c, int n, float* o) {
   using Col = typename R::Col;
@@ -182,6 +193,7 @@ ONORM_DEV void load_col(const RowArgs& a, int q, int64_t col0, int c, int n, flo
 #pragma unroll
     for (int j = 0; j < VEC; ++j) o[j] = R::Op::col_default(q);
   }
+  add_col_offset<R, VEC>(a, q, o);
 }
 
 // The same for ITEMS vectors of a thread of STRIDE (items at (lane + i * STRIDE) * VEC).
@@ -194,6 +206,7 @@ ONORM_DEV void load_col_items(const RowArgs& a, int q, int64_t col0, int n, int 
 #pragma unroll
     for (int j = 0; j < ITEMS * R::kVec; ++j) o[j] = R::Op::col_default(q);
   }
+  add_col_offset<R, ITEMS * R::kVec>(a, q, o);
 }
 
 // The finish of item i's VEC values with the coefficients and the item's column values cv
@@ -234,8 +247,9 @@ constexpr int col_window(int items) {
 // The finish of a thread's items where the column vectors are aligned: the loads of a window
 // of whole items (col_window) are issued before any is used; an item the row's end cuts takes
 // its elements one at a time, items past it nothing. kPresent: bit q set where column vector q
-// was given (the others take Op::col_default, a constant).
-template <unsigned kPresent, bool kAllWhole, typename R, int ITEMS, int STRIDE>
+// was given (the others take Op::col_default, a constant). kOffset: column 0's offset is added
+// (RowArgs::col_offset0; without, it is known to be 0).
+template <unsigned kPresent, bool kAllWhole, bool kOffset, typename R, int ITEMS, int STRIDE>
 ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int lane,
                                     float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& cf) {
   using Op = typename R::Op;
@@ -270,6 +284,7 @@ ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int l
 #pragma unroll
           for (int j = 0; j < VEC; ++j) cv[q][j] = Op::col_default(q);
         }
+        if (kOffset) add_col_offset<R, VEC>(a, q, cv[q]);
       }
       finish_item<R, NC>(v, i0 + g, cf, cv);
     }
@@ -293,7 +308,9 @@ ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int l
 // on pass 2's kept values), into v[0].
 // Aligned column vectors, all given (or only the first, for a thread whose items are whole):
 // finish_aligned_items (a branch around each item's load and its use made every load wait for
-// the one before: LayerNorm, two waits an item). Else item by item. kCut: threads whose items
+// the one before: LayerNorm, two waits an item), whole items without column 0's offset in a
+// copy that adds none (the addition cost 16-bit LayerNorm and the FP8 output 2-6 points of
+// copy on an H200: bench/RESULTS.md). Else item by item. kCut: threads whose items
 // the row's end cuts take finish_aligned_items too (slices under a cap of 64 registers, of which
 // only a row's last is cut, spilled several hundred bytes more with it: item by item there).
 template <typename R, int ITEMS, int STRIDE, bool kCut = true>
@@ -309,15 +326,19 @@ ONORM_DEV void finish_items(const RowArgs& a, int64_t col0, int n, int lane,
       for (int q = 0; q < Op::kCols; ++q) present |= a.col[q] ? 1u << q : 0u;
       const bool whole = (lane + (ITEMS - 1) * STRIDE) * VEC + VEC <= n;
       if (present == kAll && whole) {
-        finish_aligned_items<kAll, true, R, ITEMS, STRIDE>(a, col0, n, lane, v, cf);
+        if (!kOffsetInRows<Op> || a.col_offset0 == 0.0f) {
+          finish_aligned_items<kAll, true, false, R, ITEMS, STRIDE>(a, col0, n, lane, v, cf);
+        } else {
+          finish_aligned_items<kAll, true, true, R, ITEMS, STRIDE>(a, col0, n, lane, v, cf);
+        }
         return;
       }
       if (kCut && present == kAll) {
-        finish_aligned_items<kAll, false, R, ITEMS, STRIDE>(a, col0, n, lane, v, cf);
+        finish_aligned_items<kAll, false, true, R, ITEMS, STRIDE>(a, col0, n, lane, v, cf);
         return;
       }
       if (Op::kCols > 1 && present == 1u && whole) {
-        finish_aligned_items<1u, true, R, ITEMS, STRIDE>(a, col0, n, lane, v, cf);
+        finish_aligned_items<1u, true, true, R, ITEMS, STRIDE>(a, col0, n, lane, v, cf);
         return;
       }
     }
