@@ -308,9 +308,9 @@ ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int l
 // on pass 2's kept values), into v[0].
 // Aligned column vectors, all given (or only the first, for a thread whose items are whole):
 // finish_aligned_items (a branch around each item's load and its use made every load wait for
-// the one before: LayerNorm, two waits an item), whole items without column 0's offset in a
-// copy that adds none (the addition cost 16-bit LayerNorm and the FP8 output 2-6 points of
-// copy on an H200: bench/RESULTS.md). Else item by item. kCut: threads whose items
+// the one before: LayerNorm, two waits an item), RMSNorm's whole items without an offset in a
+// copy that adds none (the addition cost the FP8 output and f32 gamma beside 16-bit x 2-5
+// points of copy on an H200: bench/RESULTS.md). Else item by item. kCut: threads whose items
 // the row's end cuts take finish_aligned_items too (slices under a cap of 64 registers, of which
 // only a row's last is cut, spilled several hundred bytes more with it: item by item there).
 template <typename R, int ITEMS, int STRIDE, bool kCut = true>
