@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 #include "kernels.hpp"
@@ -31,10 +32,39 @@ void widen_row(const void* src, onorm_dtype t, float* v, int64_t n) {
   }
 }
 
-// The request of a block of f32 rows (data set per block) whose y is the caller's rows.
+// Row r's h_j = round_H(float(x_j) + float(res_j)) (API.md: H is residual_out's dtype, else
+// x's; the add in float32), stored into residual_out where given and widened into v (exact).
+template <typename X, typename Res, typename H>
+void add_row(const onorm_request& q, const onorm_rows* res, const onorm_rows* h_out, int64_t r, float* v, int64_t n) {
+  const X* x = static_cast<const X*>(row_of(q.in[0], r));
+  const Res* a = static_cast<const Res*>(row_of(*res, r));
+  H* h = h_out ? static_cast<H*>(const_cast<void*>(row_of(*h_out, r))) : nullptr;
+  for (int64_t j = 0; j < n; ++j) {
+    const float sum = load_as<float>(x, j) + load_as<float>(a, j);
+    const H rounded = core::element<H>::store(sum);
+    v[j] = core::element<H>::load(rounded);
+    if (h) std::memcpy(reinterpret_cast<char*>(h) + j * static_cast<int64_t>(sizeof(H)), &rounded, sizeof(H));
+  }
+}
+
+// The residual and residual_out of q (null where not given).
+const onorm_rows* residual_of(const onorm_request& q) {
+  return has_residual(q) ? &q.in[core::ops::signature(q.op).inputs] : nullptr;
+}
+const onorm_rows* residual_out_of(const onorm_request& q) {
+  const int outs = core::ops::signature(q.op).outputs;
+  return q.outputs > outs ? &q.out[outs] : nullptr;
+}
+bool f32_or_16bit(onorm_dtype t) { return t == ONORM_F32 || t == ONORM_BF16 || t == ONORM_F16; }
+
+// The request of a block of f32 rows (data set per block) whose y is the caller's rows, without
+// the residual (added as the block is filled).
 onorm_request block_request(const onorm_request& q, int64_t block, int64_t stride) {
   onorm_request b = q;
   b.in[0] = onorm_rows{nullptr, ONORM_F32, block, q.in[0].cols, stride};
+  const core::ops::Signature& sig = core::ops::signature(q.op);
+  b.inputs = sig.inputs;
+  b.outputs = sig.outputs;
   return b;
 }
 
@@ -42,20 +72,29 @@ onorm_request block_request(const onorm_request& q, int64_t block, int64_t strid
 
 bool widened_rows_fit(size_t target_index, const onorm_request& q) {
   const onorm_dtype x = q.in[0].dtype, y = q.out[0].dtype;
+  const onorm_rows* res = residual_of(q);
+  const onorm_rows* h = residual_out_of(q);
   return q.stage == ONORM_STAGE_WHOLE && (x == ONORM_BF16 || x == ONORM_F16) && (y == x || y == ONORM_F32) &&
-         !has_residual(q) && simd_supports(target_index, block_request(q, 1, 4));
+         (!res || f32_or_16bit(res->dtype)) && (!h || f32_or_16bit(h->dtype)) &&
+         simd_supports(target_index, block_request(q, 1, 4));
 }
 
 void widened_rows_run(size_t target_index, const onorm_request& q, unsigned opts, int threads) {
   const int64_t rows = q.in[0].rows, cols = q.in[0].cols, stride = padded_cols(cols);
   const int64_t block = std::max<int64_t>(1, std::min(rows, kBlockFloats / stride));
   const onorm_request b = block_request(q, block, stride);
+  const onorm_rows* res = residual_of(q);
+  const onorm_rows* h_out = residual_out_of(q);
+  const onorm_dtype h_dtype = h_out ? h_out->dtype : q.in[0].dtype;
   const unsigned block_opts = opts & ~kOptNextRow;
   const size_t kept = static_cast<size_t>(
       core::ops::visit(q.op, [&](auto op) { return kept_scratch_cols<decltype(op)>(b, block_opts); }));
   const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
   // Each thread's block on 16 bytes too (the rows' bits may not depend on the thread).
-  const size_t per_thread = (static_cast<size_t>(block * stride) + kept + 3) / 4 * 4;
+  // x's dtype throughout: the add in SIMD into residual_out, or into a 16-bit block of h here.
+  const bool simd_add = res && res->dtype == q.in[0].dtype && h_dtype == q.in[0].dtype;
+  const size_t h_block = simd_add && !h_out ? static_cast<size_t>(block * cols + 1) / 2 : 0;  // floats
+  const size_t per_thread = (static_cast<size_t>(block * stride) + kept + h_block + 3) / 4 * 4;
   std::unique_ptr<float[]> scratch(new float[per_thread * static_cast<size_t>(nt)]);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
@@ -64,7 +103,25 @@ void widened_rows_run(size_t target_index, const onorm_request& q, unsigned opts
     const int64_t r_begin = rows * t / n, r_end = rows * (t + 1) / n;
     for (int64_t r0 = r_begin; r0 < r_end; r0 += block) {
       const int64_t nb = std::min(block, r_end - r0);
-      for (int64_t i = 0; i < nb; ++i) widen_row(row_of(q.in[0], r0 + i), q.in[0].dtype, v + i * stride, cols);
+      if (simd_add) {
+        const onorm_rows h = h_out ? *h_out : onorm_rows{v + block * stride + kept, q.in[0].dtype, nb, cols, cols};
+        const int64_t h0 = h_out ? r0 : 0;
+        simd_add_rows(target_index, q.in[0], *res, h, r0, h0, nb);
+        for (int64_t i = 0; i < nb; ++i) widen_row(row_of(h, h0 + i), h.dtype, v + i * stride, cols);
+      } else if (res) {
+        with_dtype(q.in[0].dtype, [&](auto xt) {
+          with_dtype(res->dtype, [&](auto rt) {
+            with_dtype(h_dtype, [&](auto ht) {
+              using X = typename decltype(xt)::type;
+              using Res = typename decltype(rt)::type;
+              using H = typename decltype(ht)::type;
+              for (int64_t i = 0; i < nb; ++i) add_row<X, Res, H>(q, res, h_out, r0 + i, v + i * stride, cols);
+            });
+          });
+        });
+      } else {
+        for (int64_t i = 0; i < nb; ++i) widen_row(row_of(q.in[0], r0 + i), q.in[0].dtype, v + i * stride, cols);
+      }
       // The block's rows in, the caller's rows r0.. out (x's rows are in the block already:
       // y may be x).
       onorm_request s = b;

@@ -2,8 +2,9 @@
 // a param_dtype other than x's): the rows widened to f32 a block at a time (in cache), and the
 // f32 SIMD kernels run from the block into the caller's y of its own dtype. A 16-bit value
 // widens exactly, so the statistics and the finish are the f32 rows' on the same values, and y
-// rounds once. The block's rows lie on 16 bytes whatever the caller's alignment: a row's bits do
-// not depend on its place in the batch.
+// rounds once. With a residual the block holds h = round_H(x + residual) (API.md's rule; stored
+// into residual_out as it is made). The block's rows lie on 16 bytes whatever the caller's
+// alignment: a row's bits do not depend on its place in the batch.
 #pragma once
 
 #include <cstddef>
@@ -13,8 +14,9 @@
 namespace onorm {
 namespace cpu {
 
-// Whether q's rows run here on target `target_index` once its columns are f32: 16-bit rows
-// without a residual, y of x's dtype or f32, which the target's SIMD kernels store.
+// Whether q's rows run here on target `target_index` once its columns are f32: 16-bit rows, a
+// residual and residual_out of f32, f16 or bf16 if any, y of x's dtype or f32, which the
+// target's SIMD kernels store.
 bool widened_rows_fit(size_t target_index, const onorm_request& q);
 
 // Runs q (FoldedColumns' request: f32 columns, no offsets; widened_rows_fit) on `threads`
