@@ -1,8 +1,8 @@
 // The norms' column vectors beyond the version-1 form (param_dtype other than x's dtype, a
 // weight_offset): folded once per call into f32 columns, s_j = float(weight_offset + gamma_j)
 // and beta_j, so that the request takes the SIMD kernels rather than option_rows' double path:
-// f32 rows directly (or the option blocks around them), 16-bit rows without a residual widened
-// a block at a time (widened_rows.hpp). s_j is rounded to f32 once: y moves by at most 2^-24 of
+// f32 rows directly (or the option blocks around them), 16-bit rows widened a block at a time
+// (widened_rows.hpp). s_j is rounded to f32 once: y moves by at most 2^-24 of
 // itself (API.md's bound is 1e-5).
 #pragma once
 

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 
 #include "kernels.hpp"
 #include "onlinenorm/core/convert.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
+#include "onlinenorm/core/residual.hpp"
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
 
@@ -32,18 +32,17 @@ void widen_row(const void* src, onorm_dtype t, float* v, int64_t n) {
   }
 }
 
-// Row r's h_j = round_H(float(x_j) + float(res_j)) (API.md: H is residual_out's dtype, else
-// x's; the add in float32), stored into residual_out where given and widened into v (exact).
+// Row r's h (core::residual_add: H is residual_out's dtype, else x's; no input is f64 here),
+// stored into residual_out where given and widened into v (exact).
 template <typename X, typename Res, typename H>
 void add_row(const onorm_request& q, const onorm_rows* res, const onorm_rows* h_out, int64_t r, float* v, int64_t n) {
   const X* x = static_cast<const X*>(row_of(q.in[0], r));
   const Res* a = static_cast<const Res*>(row_of(*res, r));
   H* h = h_out ? static_cast<H*>(const_cast<void*>(row_of(*h_out, r))) : nullptr;
   for (int64_t j = 0; j < n; ++j) {
-    const float sum = load_as<float>(x, j) + load_as<float>(a, j);
-    const H rounded = core::element<H>::store(sum);
-    v[j] = core::element<H>::load(rounded);
-    if (h) std::memcpy(reinterpret_cast<char*>(h) + j * static_cast<int64_t>(sizeof(H)), &rounded, sizeof(H));
+    const double hj = core::residual_add<H>(load_as<double>(x, j), load_as<double>(a, j), false);
+    v[j] = static_cast<float>(hj);
+    if (h) store_as(h, j, hj);
   }
 }
 
