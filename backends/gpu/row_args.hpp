@@ -69,8 +69,8 @@ struct RowArgs {
 
 // Ops whose kernels add RowArgs::col_offset0 to column 0 as it loads: RMSNorm (Gemma's scale
 // 1 + gamma). LayerNorm's kernels (two column vectors, more registers) measured slower with the
-// addition in them (H200: f32 rows of 1024 columns 92 -> 78% of copy, bench/RESULTS.md); its
-// offset is folded into its columns (folded_columns.hpp).
+// addition in them (f32 rows of 1024 columns most: bench/RESULTS.md); its offset is folded
+// into its columns (folded_columns.hpp).
 template <typename Op>
 constexpr bool kOffsetInRows = Op::kCols == 1;
 

@@ -309,8 +309,8 @@ ONORM_DEV void finish_aligned_items(const RowArgs& a, int64_t col0, int n, int l
 // Aligned column vectors, all given (or only the first, for a thread whose items are whole):
 // finish_aligned_items (a branch around each item's load and its use made every load wait for
 // the one before: LayerNorm, two waits an item), RMSNorm's whole items without an offset in a
-// copy that adds none (the addition cost the FP8 output and f32 gamma beside 16-bit x 2-5
-// points of copy on an H200: bench/RESULTS.md). Else item by item. kCut: threads whose items
+// copy that adds none (the addition slowed the FP8 output and f32 gamma beside 16-bit x on
+// an H200: bench/RESULTS.md). Else item by item. kCut: threads whose items
 // the row's end cuts take finish_aligned_items too (slices under a cap of 64 registers, of which
 // only a row's last is cut, spilled several hundred bytes more with it: item by item there).
 template <typename R, int ITEMS, int STRIDE, bool kCut = true>
