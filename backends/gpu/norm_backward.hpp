@@ -13,6 +13,7 @@
 // same bits run after run.
 #pragma once
 
+#include "column_merge.hpp"
 #include "launcher.hpp"
 #include "norm_backward_registers.hpp"
 
@@ -185,8 +186,8 @@ onorm_status launch_with_column_merge(Rt& rt, Launcher<Rt>& l, NormBackwardArgs 
   }
   if (onorm_status s = launch(a)) return s;
   if (merge) {
-    column_merge_kernel<K><<<unsigned((a.cols + kMergeCols - 1) / kMergeCols), kMergeCols * kMergeLanes, 0, rt.stream()>>>(
-        a, int(runs));
+    const int C = merge_columns_per_block(a.cols, runs, rt.caps().sms);
+    column_merge_kernel<K><<<unsigned((a.cols + C - 1) / C), kMergeThreads, 0, rt.stream()>>>(a, int(runs), C);
     if (onorm_status s = rt.check("column merge launch")) return s;
   }
   return l.finish();

@@ -7,8 +7,9 @@
 //                bits for a row whatever its batch (the shape depends on the width only);
 //   dgamma/dbeta float sums of at most kBackwardChainRows rows per thread, the groups of a
 //                block added in group order through shared memory, one float partial row per
-//                block, then column_merge_kernel adds the blocks' partials in block order in
-//                double. No atomics: the same call gives the same bits run after run.
+//                block, then column_merge_kernel adds the blocks' partials in double in a
+//                fixed order (column_merge.hpp). No atomics: the same call gives the same
+//                bits run after run.
 // The row's sums in float over at most 16 elements per thread and a tree, and column chains of
 // at most 128 + 8 terms, keep within API.md's bounds (1e-5 relative to the sums of |terms|).
 #pragma once
@@ -25,22 +26,38 @@ constexpr int64_t kBackwardRegisterCols = 8192;
 constexpr int64_t kBackwardChainRows = 128;
 
 // Registers a thread keeps (E columns: x and dy as floats, the scale and K column sums; with
-// the next row's x and dy loaded ahead as 16-byte vectors, 4 registers each, while this row
-// reduces: the loads of one row overlap the reduction of the previous one).
-template <int E, int ITEMS, int K>
-ONORM_HD constexpr bool backward_prefetch() {
-  return E * (3 + K) + 8 * ITEMS <= 100;
-}
-template <int E, int ITEMS, int K>
-ONORM_HD constexpr int backward_floats() {
-  return E * (3 + K) + (backward_prefetch<E, ITEMS, K>() ? 8 * ITEMS : 0);
+// the next D rows' x and dy loaded ahead as 16-byte vectors, 8 registers per item and row, while
+// this row reduces: the loads of the rows ahead overlap this row's reduction).
+ONORM_HD constexpr int backward_floats_at(int E, int ITEMS, int K, int D) {
+  return E * (3 + K) + 8 * ITEMS * D;
 }
 // Threads resident per multiprocessor the kernels are built for: 1024 (64 registers), 768 (85)
 // or 512 (128). A block of 1024 threads gets 64 registers: E = 16 spills there (ptxas, sm_90a),
 // hence rows up to 8192 (16 f32 or 8 16-bit elements a thread in blocks of 512).
+ONORM_HD constexpr int backward_threads_for(int floats) {
+  return floats <= 32 ? 1024 : floats <= 56 ? 768 : 512;
+}
+// Rows loaded ahead: as many as fit in 100 floats (up to 3) without fewer resident threads than
+// one row ahead has; none where even one does not fit. Rows of few bytes a thread need several
+// in flight to cover the memory's latency (bench/RESULTS.md).
+template <int E, int ITEMS, int K>
+ONORM_HD constexpr int backward_prefetch_rows() {
+  const int one = backward_floats_at(E, ITEMS, K, 1);
+  if (one > 100) return 0;
+  int d = 1;
+  for (int t = 2; t <= 3; ++t) {
+    const int floats = backward_floats_at(E, ITEMS, K, t);
+    if (floats <= 100 && backward_threads_for(floats) == backward_threads_for(one)) d = t;
+  }
+  return d;
+}
+template <int E, int ITEMS, int K>
+ONORM_HD constexpr int backward_floats() {
+  return backward_floats_at(E, ITEMS, K, backward_prefetch_rows<E, ITEMS, K>());
+}
 template <int E, int ITEMS, int K>
 constexpr int backward_threads_per_sm() {
-  return backward_floats<E, ITEMS, K>() <= 32 ? 1024 : backward_floats<E, ITEMS, K>() <= 56 ? 768 : 512;
+  return backward_threads_for(backward_floats<E, ITEMS, K>());
 }
 template <int E, int ITEMS, int K, int BLOCK>
 constexpr int backward_min_blocks() {
@@ -68,7 +85,7 @@ template <typename Op, typename T, int WARP, int TPR, int ITEMS, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::kVec, ITEMS, Op::kColOuts, BLOCK>()))
     norm_backward_register_kernel(NormBackwardArgs a) {
   constexpr int V = Elems<T>::kVec, E = ITEMS * V, GPB = BLOCK / TPR, K = Op::kColOuts;
-  constexpr bool kPrefetch = backward_prefetch<E, ITEMS, K>();
+  constexpr int D = backward_prefetch_rows<E, ITEMS, K>();
   static_assert(TPR <= WARP || TPR == BLOCK, "row group");
   __shared__ Vals<float, 2> scratch[BLOCK / WARP];
   const int lane = static_cast<int>(threadIdx.x) % TPR, group = static_cast<int>(threadIdx.x) / TPR;
@@ -85,11 +102,15 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
 #pragma unroll
       for (int k = 0; k < K; ++k) col[i * V + e][k] = 0.0f;
     }
-  // Block-uniform bounds: every thread takes part in each row's reduction.
-  shim::Vec16 next_x[ITEMS], next_dy[ITEMS];
-  if constexpr (kPrefetch) {
-    load_raw_items<T, ITEMS, TPR>(a.x, a.sx, r0 + group, r0 + group < r1, a.cols, lane, next_x);
-    load_raw_items<T, ITEMS, TPR>(a.dy, a.sdy, r0 + group, r0 + group < r1, a.cols, lane, next_dy);
+  // Block-uniform bounds: every thread takes part in each row's reduction. ahead_*[d] holds
+  // the group's row d + 1 runs after the current one (one extra slot keeps the arrays legal at
+  // D = 0).
+  shim::Vec16 ahead_x[D + 1][ITEMS], ahead_dy[D + 1][ITEMS];
+#pragma unroll
+  for (int d = 0; d < D; ++d) {
+    const int64_t row = r0 + group + d * GPB;
+    load_raw_items<T, ITEMS, TPR>(a.x, a.sx, row, row < r1, a.cols, lane, ahead_x[d]);
+    load_raw_items<T, ITEMS, TPR>(a.dy, a.sdy, row, row < r1, a.cols, lane, ahead_dy[d]);
   }
   for (int64_t first = r0; first < r1; first += GPB) {
     const int64_t row = first + group;
@@ -98,14 +119,22 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
     const auto rv = Op::template row<float>(a.row_in, rr);
     float x[E], dy[E];
     typename Op::template Sums<float> s{0.0f, 0.0f};
-    if constexpr (kPrefetch) {
+    if constexpr (D > 0) {
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
-        io<T>::unpack(next_x[i], x + i * V);
-        io<T>::unpack(next_dy[i], dy + i * V);
+        io<T>::unpack(ahead_x[0][i], x + i * V);
+        io<T>::unpack(ahead_dy[0][i], dy + i * V);
       }
-      load_raw_items<T, ITEMS, TPR>(a.x, a.sx, row + GPB, row + GPB < r1, a.cols, lane, next_x);
-      load_raw_items<T, ITEMS, TPR>(a.dy, a.sdy, row + GPB, row + GPB < r1, a.cols, lane, next_dy);
+#pragma unroll
+      for (int d = 0; d + 1 < D; ++d)
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+          ahead_x[d][i] = ahead_x[d + 1][i];
+          ahead_dy[d][i] = ahead_dy[d + 1][i];
+        }
+      const int64_t next = row + D * GPB;
+      load_raw_items<T, ITEMS, TPR>(a.x, a.sx, next, next < r1, a.cols, lane, ahead_x[D - 1]);
+      load_raw_items<T, ITEMS, TPR>(a.dy, a.sdy, next, next < r1, a.cols, lane, ahead_dy[D - 1]);
     } else {
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
@@ -174,35 +203,6 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
         }
       }
     }
-}
-
-// dgamma / dbeta from the blocks' float partial rows, in double: a block per kMergeCols columns,
-// kMergeLanes threads a column, each adding every kMergeLanes-th block's partial (loads in
-// flight: a few hundred to thousands of partials per column), then the lanes in lane order.
-constexpr int kMergeCols = 32, kMergeLanes = 8;
-template <int K>
-__global__ void __launch_bounds__(kMergeCols * kMergeLanes) column_merge_kernel(NormBackwardArgs a, int blocks) {
-  __shared__ double lane_sums[kMergeLanes][kMergeCols];
-  const int c = static_cast<int>(threadIdx.x) % kMergeCols, lane = static_cast<int>(threadIdx.x) / kMergeCols;
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * kMergeCols + c;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (!a.col_out[k]) continue;  // block-uniform
-    double s = 0;
-    if (j < a.cols) {
-#pragma unroll 4
-      for (int b = lane; b < blocks; b += kMergeLanes) s += a.partial_f32[(static_cast<int64_t>(b) * K + k) * a.cols + j];
-    }
-    lane_sums[lane][c] = s;
-    __syncthreads();
-    if (lane == 0 && j < a.cols) {
-      double t = 0;
-#pragma unroll
-      for (int l = 0; l < kMergeLanes; ++l) t += lane_sums[l][c];
-      a.col_out[k][j] = static_cast<float>(t);
-    }
-    __syncthreads();
-  }
 }
 
 }  // namespace gpu
