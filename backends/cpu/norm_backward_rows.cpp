@@ -31,6 +31,44 @@ double scale_at(const onorm_request& q, int64_t j) {
   return q.col_offset[0] + g;
 }
 
+// scale[j] = offset + gamma_at(j) rounded to float, j < cols; returns max_j |s_j| in double (NaN
+// when a scale is NaN). Four independent maxima in locals: one running maximum (kept on the
+// stack by the compiler) chained every column through memory, a quarter of a long-row call's
+// time (bench/RESULTS.md).
+template <typename GammaAt>
+double fill_scale_from(GammaAt gamma_at, double offset, int64_t cols, float* scale) {
+  double m[4] = {0.0, 0.0, 0.0, 0.0};
+  int nan_scale = 0;
+  int64_t j = 0;
+  for (; j + 4 <= cols; j += 4)
+    for (int k = 0; k < 4; ++k) {
+      const double s = offset + gamma_at(j + k);
+      scale[j + k] = static_cast<float>(s);
+      nan_scale |= s != s;
+      m[k] = std::max(m[k], std::fabs(s));
+    }
+  for (; j < cols; ++j) {
+    const double s = offset + gamma_at(j);
+    scale[j] = static_cast<float>(s);
+    nan_scale |= s != s;
+    m[0] = std::max(m[0], std::fabs(s));
+  }
+  return nan_scale ? std::numeric_limits<double>::quiet_NaN() : std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+}
+
+// The scale s_j = weight_offset + gamma_j of every column, rounded to float, and max_j |s_j|.
+template <class Op>
+double fill_scale(const onorm_request& q, float* scale) {
+  const int64_t cols = q.in[0].cols;
+  if (!q.col[0]) return fill_scale_from([](int64_t) { return static_cast<double>(Op::col_default(0)); }, q.col_offset[0], cols, scale);
+  double max_scale = 0.0;
+  with_dtype(q.col_dtype, [&](auto tag) {
+    const auto* gamma = static_cast<const typename decltype(tag)::type*>(q.col[0]);
+    max_scale = fill_scale_from([gamma](int64_t j) { return load_as<double>(gamma, j); }, q.col_offset[0], cols, scale);
+  });
+  return max_scale;
+}
+
 // Row r in double: dx, and the row's column contributions added to group[k * cols + j].
 template <class Op>
 void row_in_double(const onorm_request& q, int64_t r, double* group) {
@@ -92,15 +130,7 @@ void simd_run(size_t t, const onorm_request& q, int threads) {
   const int64_t rows = q.in[0].rows, cols = q.in[0].cols;
   const size_t pitch = backward_accumulator_pitch(cols);
   std::vector<float> scale(pitch, 0.0f);
-  double max_scale = 0.0;
-  bool nan_scale = false;
-  for (int64_t j = 0; j < cols; ++j) {
-    const double s = scale_at<Op>(q, j);
-    scale[static_cast<size_t>(j)] = static_cast<float>(s);
-    nan_scale = nan_scale || std::isnan(s);
-    max_scale = std::max(max_scale, std::fabs(s));
-  }
-  if (nan_scale) max_scale = std::numeric_limits<double>::quiet_NaN();
+  const double max_scale = fill_scale<Op>(q, scale.data());
   const bool stream = rows * cols * static_cast<int64_t>(dtype_size(q.out[0].dtype)) >= kStreamBytes;
   const BackwardCall columns{scale.data(), max_scale, stream};
   if (!q.col_out[0] && !q.col_out[1]) {
