@@ -19,8 +19,11 @@ namespace {
 // passes.
 constexpr int64_t kColumnTile = 512;
 // Groups of rows of the SIMD column sums: at least this many rows each, at most this many
-// groups, and at most this many bytes of double partials in all.
+// groups, and at most this many bytes of double partials in all; but up to kMinGroups groups
+// (of kBackwardBlockRows rows at least) where fewer rows leave threads idle: a group is one
+// thread's work, and long rows come few to a call.
 constexpr int64_t kGroupRows = 256;
+constexpr int64_t kMinGroups = 8;
 constexpr int64_t kMaxGroups = 256;
 constexpr int64_t kGroupBytes = int64_t(64) << 20;
 
@@ -145,16 +148,19 @@ void simd_run(size_t t, const onorm_request& q, int threads) {
   }
   const int outs = Op::kColOuts;
   const int64_t per_group = cols * outs;
-  int64_t groups = std::min((rows + kGroupRows - 1) / kGroupRows, kMaxGroups);
+  int64_t groups = std::max((rows + kGroupRows - 1) / kGroupRows,
+                            std::min(kMinGroups, (rows + kBackwardBlockRows - 1) / kBackwardBlockRows));
+  groups = std::min(groups, kMaxGroups);
   groups = std::max<int64_t>(1, std::min(groups, kGroupBytes / (per_group * 8)));
-  std::vector<double> partial(static_cast<size_t>(groups * per_group), 0.0);
+  // Each group's first flush writes its partials (start_backward_group, flush_backward_block).
+  std::unique_ptr<double[]> partial(new double[static_cast<size_t>(groups * per_group)]);
   const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, groups)));
   std::vector<float> blocks(static_cast<size_t>(nt) * pitch * static_cast<size_t>(outs), 0.0f);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t g = 0; g < groups; ++g) {
     float* block = blocks.data() + static_cast<size_t>(omp_get_thread_num()) * pitch * static_cast<size_t>(outs);
     simd_backward_rows(t, q, columns, rows * g / groups, rows * (g + 1) / groups, block,
-                       partial.data() + static_cast<size_t>(g * per_group));
+                       partial.get() + static_cast<size_t>(g * per_group));
   }
   for (int k = 0; k < outs; ++k) {
     if (!q.col_out[k]) continue;
@@ -168,14 +174,24 @@ void simd_run(size_t t, const onorm_request& q, int threads) {
 
 }  // namespace
 
-void flush_backward_block(float* block, double* group, int64_t cols, int outs) {
+void flush_backward_block(float* block, double* group, int64_t cols, int outs, bool& started) {
   const size_t pitch = backward_accumulator_pitch(cols);
   for (int k = 0; k < outs; ++k) {
     float* b = block + static_cast<size_t>(k) * pitch;
     double* g = group + k * cols;
-    for (int64_t j = 0; j < cols; ++j) g[j] += static_cast<double>(b[j]);
+    if (started) {
+      for (int64_t j = 0; j < cols; ++j) g[j] += static_cast<double>(b[j]);
+    } else {
+      for (int64_t j = 0; j < cols; ++j) g[j] = static_cast<double>(b[j]);
+    }
     std::fill(b, b + pitch, 0.0f);
   }
+  started = true;
+}
+
+void start_backward_group(double* group, int64_t cols, int outs, bool& started) {
+  if (!started) std::fill(group, group + cols * outs, 0.0);
+  started = true;
 }
 
 void norm_backward_row_in_double(const onorm_request& q, int64_t r, double* group) {

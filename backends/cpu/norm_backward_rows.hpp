@@ -38,8 +38,12 @@ constexpr int kBackwardBlockRows = 32;
 // vector past cols). 64 floats: any vector Highway has.
 inline size_t backward_accumulator_pitch(int64_t cols) { return static_cast<size_t>((cols + 63) / 64 * 64 + 64); }
 
-// group[k * cols + j] += block[k * pitch + j], then the block is zeroed; k < outs.
-void flush_backward_block(float* block, double* group, int64_t cols, int outs);
+// group[k * cols + j] += block[k * pitch + j] (= where `started` is false: the group's memory
+// is not zeroed before its first flush), then the block is zeroed; k < outs. Sets started.
+void flush_backward_block(float* block, double* group, int64_t cols, int outs, bool& started);
+
+// Zeroes group (outs x cols doubles) before its first use, unless started; sets started.
+void start_backward_group(double* group, int64_t cols, int outs, bool& started);
 
 // Row r of q entirely in double (dx, and its column contributions added to group unless
 // nullptr): the SIMD rows' path for rows the float finish does not take.

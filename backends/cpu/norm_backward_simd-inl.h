@@ -217,10 +217,11 @@ HWY_FLATTEN void BackwardRowsOf(const onorm_request& q, const BackwardCall& call
   const uintptr_t dx0 = reinterpret_cast<uintptr_t>(q.out[0].data) + static_cast<uintptr_t>(r0 * q.out[0].row_stride) * sizeof(T);
   const size_t head = dx0 % sizeof(T) == 0 ? (vbytes - dx0 % vbytes) % vbytes / sizeof(T) : 0;
   int64_t in_acc = 0;  // rows in the float partials since they were last added in double
+  bool group_started = false;  // group holds sums (its memory is not zeroed before)
   for (int64_t b0 = r0; b0 < r1; b0 += R) {
     const int64_t nb = std::min(R, r1 - b0);
     if (kCols && in_acc + nb > kBackwardBlockRows) {
-      flush_backward_block(acc, group, n, Op::kColOuts);
+      flush_backward_block(acc, group, n, Op::kColOuts, group_started);
       in_acc = 0;
     }
     in_acc += nb;
@@ -233,6 +234,7 @@ HWY_FLATTEN void BackwardRowsOf(const onorm_request& q, const BackwardCall& call
       const BackwardRowSums t = RowSumsOf<Op::kColOuts == 2>(d, x, dy, call.scale, static_cast<size_t>(n), row.mean, !blocks_fit);
       typename Op::template Coefs<float> c;
       if (!FloatBackwardCoefs<Op>(t, row.mean, row.rstd, n, call.max_scale, c)) {
+        if (kCols) start_backward_group(group, n, Op::kColOuts, group_started);
         norm_backward_row_in_double(q, r, kCols ? group : nullptr);
         continue;
       }
@@ -270,7 +272,8 @@ HWY_FLATTEN void BackwardRowsOf(const onorm_request& q, const BackwardCall& call
     if (blk.stream) tiles(std::true_type());
     else tiles(std::false_type());
   }
-  if (kCols && in_acc > 0) flush_backward_block(acc, group, n, Op::kColOuts);
+  if (kCols && in_acc > 0) flush_backward_block(acc, group, n, Op::kColOuts, group_started);
+  if (kCols) start_backward_group(group, n, Op::kColOuts, group_started);  // a group of no rows: zeros
 }
 
 // Rows [r0, r1) of a request BackwardSupports took. group: nullptr (no column sums), or the
