@@ -84,12 +84,13 @@ TEST(DeterminismCpu, ThreadCountDoesNotChangeBits) {
 
 // The norms' backward on the CPU: dx, dgamma and dbeta the same bits for 1, 2, 3 and 7 threads
 // (API.md: fixed orders whatever the CPU thread count; the column sums are per group of rows
-// fixed by the shape), on shapes with many groups, a few, and one.
+// fixed by the shape), on shapes with many groups, a few, a few of few rows each (rows that
+// would make one group of 256 spread over up to 8 of 32 or fewer), and one.
 TEST(DeterminismCpu, NormBackwardForAnyThreadCount) {
   const int before = omp_get_max_threads();
   std::mt19937 rng(static_cast<uint32_t>(fresh_seed()));
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const int64_t shapes[][2] = {{70001, 333}, {1000, 4096}, {3, 65537}};
+  const int64_t shapes[][2] = {{70001, 333}, {1000, 4096}, {101, 20001}, {3, 65537}};
   for (const auto& shape : shapes) {
     const int64_t rows = shape[0], cols = shape[1];
     std::vector<float> x(static_cast<size_t>(rows * cols)), dy(x.size()), gamma(static_cast<size_t>(cols));
