@@ -78,11 +78,13 @@ HWY_INLINE hn::Vec<D8> BytesOf(D8 d8, VI v) {
 #endif
 }
 
-// core::round_half_even_small in lanes: 0 <= a < 2^23.
+// core::round_half_even_small in lanes as an int32: 0 <= a < 2^23. a + 2^23 rounds a to an
+// integer, to even, and holds it in its low mantissa bits: those bits are the integer, with no
+// float-to-int conversion (Highway's fixes up overflow in several more operations).
 template <class D>
-HWY_INLINE hn::Vec<D> RoundHalfEvenSmall(D d, hn::Vec<D> a) {
-  const auto big = hn::Set(d, 8388608.0f);
-  return hn::Sub(hn::Add(a, big), big);
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> RoundHalfEvenSmallToInt(D d, hn::Vec<D> a) {
+  const hn::RebindToSigned<D> di;
+  return hn::Sub(hn::BitCast(di, hn::Add(a, hn::Set(d, 8388608.0f))), hn::Set(di, 0x4b000000));
 }
 
 // out_j = core::quantize_i8(v_j * mul).
@@ -95,9 +97,10 @@ HWY_INLINE void CodesI8(const float* v, size_t n, float mul, int8_t* out) {
   size_t i = 0;
   for (; i + N <= n; i += N) {
     const auto s = hn::Mul(hn::LoadU(df, v + i), vmul);
-    const auto r = RoundHalfEvenSmall(df, hn::Min(hn::Abs(s), qmax));  // a NaN lane is 0 below
-    const auto q = hn::IfThenZeroElse(hn::IsNaN(s), hn::CopySign(r, s));
-    hn::StoreU(BytesOf(d8, hn::ConvertTo(di, q)), d8, out + i);
+    const auto m = RoundHalfEvenSmallToInt(df, hn::Min(hn::Abs(s), qmax));  // a NaN lane is 0 below
+    const auto negative = hn::ShiftRight<31>(hn::BitCast(di, s));          // -1 or 0
+    const auto q = hn::Sub(hn::Xor(m, negative), negative);                  // -m where s < 0 (-0: 0)
+    hn::StoreU(BytesOf(d8, hn::IfThenZeroElse(hn::RebindMask(di, hn::IsNaN(s)), q)), d8, out + i);
   }
   for (; i < n; ++i) out[i] = core::quantize_i8(v[i] * mul);
 }
@@ -117,13 +120,14 @@ HWY_INLINE void CodesE4M3(const float* v, size_t n, float mul, uint8_t* out) {
     const auto b = hn::And(u, hn::Set(di, 0x7fffffff));  // |v|, non-negative as int32
     const auto a = hn::BitCast(df, b);
     const auto subnormal = hn::Lt(a, hn::Set(df, 0.015625f));
-    const auto sub = hn::ConvertTo(di, RoundHalfEvenSmall(df, hn::Mul(hn::IfThenElseZero(subnormal, a), hn::Set(df, 512.0f))));
+    // Lanes not subnormal get any value here: the blend below takes r for them.
+    const auto sub = RoundHalfEvenSmallToInt(df, hn::Mul(a, hn::Set(df, 512.0f)));
     // The mantissa rounded to 3 bits, to even, rebiased; in [8, 0x440] where not subnormal.
     const auto r = hn::Sub(hn::ShiftRight<20>(hn::Add(hn::Add(b, hn::Set(di, 0x7ffff)),
                                                       hn::And(hn::ShiftRight<20>(b), hn::Set(di, 1)))),
                            hn::Set(di, (127 - 7) << 3));
+    // Saturated at 448 by the minimum: every finite |v| from 448 up, and inf, give r >= 0x7e.
     auto code = hn::IfThenElse(hn::RebindMask(di, subnormal), sub, hn::Min(r, hn::Set(di, 0x7e)));
-    code = hn::IfThenElse(hn::RebindMask(di, hn::Lt(a, hn::Set(df, core::kE4M3Max))), code, hn::Set(di, 0x7e));
     code = hn::IfThenElse(hn::Gt(b, hn::Set(di, 0x7f800000)), hn::Set(di, 0x7f), code);  // NaN
     hn::StoreU(BytesOf(d8, hn::Or(sign, code)), d8, out + i);
   }
