@@ -51,9 +51,12 @@ struct BackwardRowSums {
   float max_dy, max_dev;  // max |dy_j|, max |x_j - mean|: bound every float term of the finish
 };
 
+// x and dy are prefetched kChunk elements ahead: into the rows after this one where the rows are
+// short. Without it, rows that came in cache-sized blocks (their next block prefetched during
+// dx's pass) waited on their loads here: 128-column rows ran at half the speed (bench/RESULTS.md).
 template <bool kSumG, typename T>
 HWY_INLINE BackwardRowSums RowSumsOf(DF d, const T* x, const T* dy, const float* HWY_RESTRICT s, size_t n,
-                                     float mean, bool pf) {
+                                     float mean) {
   const size_t N = hn::Lanes(d);
   const VF vmean = hn::Set(d, mean);
   VF mdy = hn::Zero(d), mdev = hn::Zero(d);
@@ -63,10 +66,8 @@ HWY_INLINE BackwardRowSums RowSumsOf(DF d, const T* x, const T* dy, const float*
     VF g0 = hn::Zero(d), g1 = g0, c0 = g0, c1 = g0;
     size_t i = b;
     for (; i + 2 * N <= e; i += 2 * N) {
-      if (pf) {
-        PrefetchAhead(x + i, 2 * N * sizeof(T));
-        PrefetchAhead(dy + i, 2 * N * sizeof(T));
-      }
+      PrefetchAhead(x + i, 2 * N * sizeof(T));
+      PrefetchAhead(dy + i, 2 * N * sizeof(T));
       const VF x0 = Io<T>::Load(d, x + i), x1 = Io<T>::Load(d, x + i + N);
       const VF dy0 = Io<T>::Load(d, dy + i), dy1 = Io<T>::Load(d, dy + i + N);
       const VF dev0 = hn::Sub(x0, vmean), dev1 = hn::Sub(x1, vmean);
@@ -231,7 +232,7 @@ HWY_FLATTEN void BackwardRowsOf(const onorm_request& q, const BackwardCall& call
       const T *x = input(0, r), *dy = input(1, r);
       const auto row = Op::template row<float>(q.row_in, r);
       // S only for LayerNorm (two column sums): RMSNorm's dx has no mean of g.
-      const BackwardRowSums t = RowSumsOf<Op::kColOuts == 2>(d, x, dy, call.scale, static_cast<size_t>(n), row.mean, !blocks_fit);
+      const BackwardRowSums t = RowSumsOf<Op::kColOuts == 2>(d, x, dy, call.scale, static_cast<size_t>(n), row.mean);
       typename Op::template Coefs<float> c;
       if (!FloatBackwardCoefs<Op>(t, row.mean, row.rstd, n, call.max_scale, c)) {
         if (kCols) start_backward_group(group, n, Op::kColOuts, group_started);
