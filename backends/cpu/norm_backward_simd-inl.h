@@ -140,6 +140,13 @@ struct NextRows {
   const T* in[3][kBackwardBlockRows];  // x, dy, dresidual
 };
 
+// Whether dx's pass prefetches the next block's rows into L2 (the row sums prefetch into L1 ahead
+// of themselves anyway). Measured, one thread: 16-bit rows of 1024-4096 columns lose 10-15
+// points of memcpy without it; f32 rows of 1024-4096 gain 8-11 and of 128 lose 4-8
+// (bench/RESULTS.md).
+template <typename T>
+constexpr bool kPrefetchNextBlock = sizeof(T) == 2;
+
 // Columns [i, i + K N) of every row of the block (m < N of them when kPartial, K = 1): dx,
 // Op::dx in f32 lanes, and with kCols the block's column contributions dy xhat and dy summed in
 // registers, then added to acc_g and acc_b (RMSNorm: acc_g only). Element i of x and dy is read
@@ -155,7 +162,7 @@ HWY_INLINE void BlockTile(DF d, const FloatRows<T>& blk, const float* HWY_RESTRI
     ag[k] = ab[k] = hn::Zero(d);
   }
   for (int r = 0; r < blk.rows; ++r) {
-    if (r < next.rows) {
+    if (kPrefetchNextBlock<T> && r < next.rows) {
       for (int t = 0; t < (kResidual ? 3 : 2); ++t)
         for (size_t byte = 0; byte < K * N * sizeof(T); byte += 64)
           __builtin_prefetch(reinterpret_cast<const char*>(next.in[t][r] + i) + byte, 0, 2);
