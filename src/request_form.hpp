@@ -9,6 +9,14 @@ namespace onorm {
 
 // The norms' residual add: the optional row tensor after the op's own inputs.
 inline bool has_residual(const onorm_request& q) { return q.inputs > core::ops::signature(q.op).inputs; }
+// The residual and residual_out row tensors of q (null where not given).
+inline const onorm_rows* residual_of(const onorm_request& q) {
+  return has_residual(q) ? &q.in[core::ops::signature(q.op).inputs] : nullptr;
+}
+inline const onorm_rows* residual_out_of(const onorm_request& q) {
+  const int outs = core::ops::signature(q.op).outputs;
+  return q.outputs > outs ? &q.out[outs] : nullptr;
+}
 inline bool is_quantized(onorm_dtype t) { return t == ONORM_I8 || t == ONORM_F8_E4M3; }
 // Column vectors of x's dtype (or none given) and no offsets.
 inline bool plain_columns(const onorm_request& q) {

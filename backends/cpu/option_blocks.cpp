@@ -53,21 +53,19 @@ bool adds_in_the_norm(const onorm_request& q) {
 }  // namespace
 
 bool option_blocks_fit(size_t target_index, const onorm_request& q) {
-  const core::ops::Signature& sig = core::ops::signature(q.op);
   const onorm_dtype t = q.in[0].dtype;
   if (t != ONORM_F32 && t != ONORM_F16 && t != ONORM_BF16) return false;
   if (!plain_columns(q)) return false;
-  if (has_residual(q) && (q.in[sig.inputs].dtype != t || (q.outputs > sig.outputs && q.out[sig.outputs].dtype != t)))
-    return false;
+  const onorm_rows *res = residual_of(q), *res_out = residual_out_of(q);
+  if (res && (res->dtype != t || (res_out && res_out->dtype != t))) return false;
   float probe = 0.0f;
   const onorm_request p = norm_of_block(q, rows_at(q.in[0], 0, 1), 0, 1, is_quantized(q.out[0].dtype) ? &probe : nullptr);
   return simd_supports(target_index, p);
 }
 
 OptionBlockScratch::OptionBlockScratch(const onorm_request& q) {
-  const core::ops::Signature& sig = core::ops::signature(q.op);
   const int64_t cols = std::max<int64_t>(q.in[0].cols, 1);
-  const bool h_block = has_residual(q) && q.outputs == sig.outputs, y_block = is_quantized(q.out[0].dtype);
+  const bool h_block = residual_of(q) && !residual_out_of(q), y_block = is_quantized(q.out[0].dtype);
   const int64_t row_bytes = (h_block ? cols * static_cast<int64_t>(dtype_size(q.in[0].dtype)) : 0) + (y_block ? cols * 4 : 0);
   block_rows_ = row_bytes > 0 ? std::max<int64_t>(1, kBlockBytes / row_bytes) : std::max<int64_t>(q.in[0].rows, 1);
   if (h_block) h_.reset(new unsigned char[static_cast<size_t>(block_rows_ * cols) * dtype_size(q.in[0].dtype)]);
@@ -76,11 +74,11 @@ OptionBlockScratch::OptionBlockScratch(const onorm_request& q) {
 
 void option_blocks_run(size_t target_index, const onorm_request& q, int64_t r0, int64_t r1, unsigned opts,
                        const OptionBlockScratch& scratch) {
-  const core::ops::Signature& sig = core::ops::signature(q.op);
   const onorm_rows& x = q.in[0];
   const int64_t cols = x.cols;
-  const bool residual = has_residual(q), quantized = is_quantized(q.out[0].dtype);
-  const bool fused = residual && adds_in_the_norm(q);
+  const onorm_rows *res = residual_of(q), *res_out = residual_out_of(q);
+  const bool quantized = is_quantized(q.out[0].dtype);
+  const bool fused = res && adds_in_the_norm(q);
   // The float block is read back at once: no streaming stores into it.
   if (quantized) opts &= ~static_cast<unsigned>(kOptStream);
   for (int64_t b0 = r0; b0 < r1; b0 += scratch.block_rows()) {
@@ -88,16 +86,16 @@ void option_blocks_run(size_t target_index, const onorm_request& q, int64_t r0, 
     // h: residual_out's rows, the scratch block's (its rows from b0), or x itself.
     onorm_rows h = x;
     int64_t h0 = b0;
-    if (residual) {
-      if (q.outputs > sig.outputs) {
-        h = q.out[sig.outputs];
+    if (res) {
+      if (res_out) {
+        h = *res_out;
       } else {
         h = onorm_rows{scratch.h(), x.dtype, n, cols, cols};
         h0 = 0;
       }
-      if (!fused) simd_add_rows(target_index, x, q.in[sig.inputs], h, b0, h0, n);
+      if (!fused) simd_add_rows(target_index, x, *res, h, b0, h0, n);
     }
-    const ResidualSum sum{x, residual ? q.in[sig.inputs] : onorm_rows{}, b0};
+    const ResidualSum sum{x, res ? *res : onorm_rows{}, b0};
     const onorm_request p = norm_of_block(q, rows_at(h, h0, n), b0, n, quantized ? scratch.y() : nullptr);
     simd_run_rows(target_index, p, 0, n, opts, nullptr, fused ? &sum : nullptr);
     if (quantized) simd_quantize_rows(target_index, q, b0, n, scratch.y());

@@ -46,14 +46,6 @@ void add_row(const onorm_request& q, const onorm_rows* res, const onorm_rows* h_
   }
 }
 
-// The residual and residual_out of q (null where not given).
-const onorm_rows* residual_of(const onorm_request& q) {
-  return has_residual(q) ? &q.in[core::ops::signature(q.op).inputs] : nullptr;
-}
-const onorm_rows* residual_out_of(const onorm_request& q) {
-  const int outs = core::ops::signature(q.op).outputs;
-  return q.outputs > outs ? &q.out[outs] : nullptr;
-}
 bool f32_or_16bit(onorm_dtype t) { return t == ONORM_F32 || t == ONORM_BF16 || t == ONORM_F16; }
 
 // The request of a block of f32 rows (data set per block) whose y is the caller's rows, without
