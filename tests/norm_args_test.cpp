@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -212,7 +213,7 @@ TEST_P(NormArgs, OptionsAgainstTheReference) {
     p.static_scale = std::ldexp(1.0, -static_cast<int>(rng() % 6));
     p.residual = rng() % 3 ? static_cast<int>(pick(floats)) : -1;
     p.residual_out = p.residual >= 0 && rng() % 2 ? static_cast<int>(pick(floats)) : -1;
-    p.offset = offsets[rng() % 5];
+    p.offset = offsets[rng() % std::size(offsets)];
     p.gamma = rng() % 4 != 0;
     p.beta = rng() % 3 != 0;
     p.stats = rng() % 2;

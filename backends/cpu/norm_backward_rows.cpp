@@ -35,9 +35,8 @@ double scale_at(const onorm_request& q, int64_t j) {
 }
 
 // scale[j] = offset + gamma_at(j) rounded to float, j < cols; returns max_j |s_j| in double (NaN
-// when a scale is NaN). Four independent maxima in locals: one running maximum (kept on the
-// stack by the compiler) chained every column through memory, a quarter of a long-row call's
-// time (bench/RESULTS.md).
+// when a scale is NaN). Four independent maxima in locals: one running maximum, which the
+// compiler kept on the stack, chained every column through memory (bench/RESULTS.md).
 template <typename GammaAt>
 double fill_scale_from(GammaAt gamma_at, double offset, int64_t cols, float* scale) {
   double m[4] = {0.0, 0.0, 0.0, 0.0};

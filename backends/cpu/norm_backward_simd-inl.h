@@ -52,8 +52,8 @@ struct BackwardRowSums {
 };
 
 // x and dy are prefetched kChunk elements ahead: into the rows after this one where the rows are
-// short. Without it, rows that came in cache-sized blocks (their next block prefetched during
-// dx's pass) waited on their loads here: 128-column rows ran at half the speed (bench/RESULTS.md).
+// short. Rows of cache-sized blocks (their next block prefetched during dx's pass) waited on
+// their loads here without it, short rows most (bench/RESULTS.md).
 template <bool kSumG, typename T>
 HWY_INLINE BackwardRowSums RowSumsOf(DF d, const T* x, const T* dy, const float* HWY_RESTRICT s, size_t n,
                                      float mean) {
@@ -141,9 +141,8 @@ struct NextRows {
 };
 
 // Whether dx's pass prefetches the next block's rows into L2 (the row sums prefetch into L1 ahead
-// of themselves anyway). Measured, one thread: 16-bit rows of 1024-4096 columns lose 10-15
-// points of memcpy without it; f32 rows of 1024-4096 gain 8-11 and of 128 lose 4-8
-// (bench/RESULTS.md).
+// of themselves anyway): measured faster for 16-bit rows, slower for f32 rows of 1024 columns
+// and more (bench/RESULTS.md; why the two differ was not found).
 template <typename T>
 constexpr bool kPrefetchNextBlock = sizeof(T) == 2;
 

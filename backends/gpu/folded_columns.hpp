@@ -7,8 +7,8 @@
 // workspace:
 // s_j = float(weight_offset + gamma_j) and beta_j, each rounded once from double, as the CPU
 // backend folds them (backends/cpu/folded_columns.hpp). Both ways the kernels scale by the
-// floats the CPU does. The fold costs a kernel ahead of the row kernels (a few microseconds a
-// call on an H200: bench/RESULTS.md), which the common forms do without.
+// floats the CPU does. The fold costs a kernel ahead of the row kernels (bench/RESULTS.md),
+// which the common forms do without.
 #pragma once
 
 #include <algorithm>
