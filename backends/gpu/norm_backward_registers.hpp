@@ -87,7 +87,9 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
   constexpr int V = Elems<T>::kVec, E = ITEMS * V, GPB = BLOCK / TPR, K = Op::kColOuts;
   constexpr int D = backward_prefetch_rows<E, ITEMS, K>();
   static_assert(TPR <= WARP || TPR == BLOCK, "row group");
-  __shared__ Vals<float, 2> scratch[BLOCK / WARP];
+  using Row = typename Op::template Row<float>;
+  // Two scratch buffers, alternating by row: one barrier per row (block_allreduce).
+  __shared__ Vals<float, 2> scratch[2][BLOCK / WARP];
   const int lane = static_cast<int>(threadIdx.x) % TPR, group = static_cast<int>(threadIdx.x) / TPR;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * a.rows_per_group;
   const int64_t r1 = r0 + a.rows_per_group < a.rows ? r0 + a.rows_per_group : a.rows;
@@ -104,19 +106,24 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
     }
   // Block-uniform bounds: every thread takes part in each row's reduction. ahead_*[d] holds
   // the group's row d + 1 runs after the current one (one extra slot keeps the arrays legal at
-  // D = 0).
+  // D = 0). next_rv holds the next row's mean / rstd: loaded a row ahead, their latency is not
+  // exposed in the reduction's chain (measured faster than loading them D rows ahead, which
+  // spills, or in the row; bench/RESULTS.md).
   shim::Vec16 ahead_x[D + 1][ITEMS], ahead_dy[D + 1][ITEMS];
+  Row next_rv = Op::template row<float>(a.row_in, r0 + group < r1 ? r0 + group : r0);
 #pragma unroll
   for (int d = 0; d < D; ++d) {
     const int64_t row = r0 + group + d * GPB;
     load_raw_items<T, ITEMS, TPR>(a.x, a.sx, row, row < r1, a.cols, lane, ahead_x[d]);
     load_raw_items<T, ITEMS, TPR>(a.dy, a.sdy, row, row < r1, a.cols, lane, ahead_dy[d]);
   }
-  for (int64_t first = r0; first < r1; first += GPB) {
+  int parity = 0;
+  for (int64_t first = r0; first < r1; first += GPB, parity ^= 1) {
     const int64_t row = first + group;
     const bool active = row < r1;
     const int64_t rr = active ? row : r0;
-    const auto rv = Op::template row<float>(a.row_in, rr);
+    const Row rv = next_rv;
+    next_rv = Op::template row<float>(a.row_in, row + GPB < r1 ? row + GPB : r0);
     float x[E], dy[E];
     typename Op::template Sums<float> s{0.0f, 0.0f};
     if constexpr (D > 0) {
@@ -150,7 +157,7 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
     }
 #pragma unroll
     for (int e = 0; e < E; ++e) Op::accumulate(s, rv, x[e], dy[e], scale[e]);
-    const Vals<float, 2> sums = row_allreduce<WARP, TPR, BLOCK>(Vals<float, 2>{{s.g, s.gc}}, lane, scratch, AddOp{});
+    const Vals<float, 2> sums = row_allreduce<WARP, TPR, BLOCK, false>(Vals<float, 2>{{s.g, s.gc}}, lane, scratch[parity], AddOp{});
     const auto c = Op::template coefs<float>(typename Op::template Sums<float>{sums.v[0], sums.v[1]}, rv, a.cols);
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {

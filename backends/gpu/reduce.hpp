@@ -80,8 +80,10 @@ ONORM_DEV T group_allreduce(T v, int lane_in_group, Op op) {
 
 // All-reduce over a block of BLOCK threads (a multiple of WARP): warps reduce, warp leaders
 // write shared memory, every thread folds the BLOCK / WARP partials in index order.
-// `scratch` holds BLOCK / WARP values; the trailing barrier makes it reusable at once.
-template <int WARP, int BLOCK, typename T, typename Op>
+// `scratch` holds BLOCK / WARP values; the trailing barrier makes it reusable at once. Callers
+// that alternate two scratch buffers go without it (kTrailingBarrier false): the next call's
+// barrier then separates this call's reads from the writes two calls on.
+template <int WARP, int BLOCK, bool kTrailingBarrier = true, typename T, typename Op>
 ONORM_DEV T block_allreduce(T v, T* scratch, Op op) {
   constexpr int kWarps = BLOCK / WARP;
   static_assert(BLOCK % WARP == 0, "block of whole warps");
@@ -93,19 +95,19 @@ ONORM_DEV T block_allreduce(T v, T* scratch, Op op) {
   T r = scratch[0];
 #pragma unroll
   for (int i = 1; i < kWarps; ++i) r = op(r, scratch[i]);
-  shim::sync_threads();
+  if (kTrailingBarrier) shim::sync_threads();
   return r;
 }
 
 // A reduction over TPR threads that share a row: a sub-warp/warp group (TPR <= WARP) or the
-// whole block (TPR == BLOCK > WARP).
-template <int WARP, int TPR, int BLOCK, typename T, typename Op>
+// whole block (TPR == BLOCK > WARP; kTrailingBarrier as in block_allreduce).
+template <int WARP, int TPR, int BLOCK, bool kTrailingBarrier = true, typename T, typename Op>
 ONORM_DEV T row_allreduce(T v, int lane_in_row, T* scratch, Op op) {
   if constexpr (TPR <= WARP) {
     return group_allreduce<TPR>(v, lane_in_row, op);
   } else {
     static_assert(TPR == BLOCK, "a row spans a whole block");
-    return block_allreduce<WARP, BLOCK>(v, scratch, op);
+    return block_allreduce<WARP, BLOCK, kTrailingBarrier>(v, scratch, op);
   }
 }
 
