@@ -78,6 +78,27 @@ HWY_INLINE hn::Vec<D8> BytesOf(D8 d8, VI v) {
 #endif
 }
 
+// Four vectors of int32 lanes holding byte values (signed: [-128, 127]; else [0, 255]) stored as
+// 4 N consecutive bytes. On AVX-512, two packs of pairs and one permutation for all four: 4
+// shuffle-port operations where four truncating conversions take 8.
+template <bool kSigned, class D8, class VI>
+HWY_INLINE void StoreBytes4(D8 d8, VI q0, VI q1, VI q2, VI q3, hn::TFromD<D8>* out) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  (void)d8;
+  // Per 128-bit block i the packs leave q0..q3's elements 4i..4i+3 as dwords i*4 + 0..3.
+  const __m512i w01 = _mm512_packs_epi32(q0.raw, q1.raw), w23 = _mm512_packs_epi32(q2.raw, q3.raw);
+  const __m512i b = kSigned ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, b));
+#else
+  const size_t N = hn::Lanes(d8);
+  hn::StoreU(BytesOf(d8, q0), d8, out);
+  hn::StoreU(BytesOf(d8, q1), d8, out + N);
+  hn::StoreU(BytesOf(d8, q2), d8, out + 2 * N);
+  hn::StoreU(BytesOf(d8, q3), d8, out + 3 * N);
+#endif
+}
+
 // core::round_half_even_small in lanes as an int32: 0 <= a < 2^23. a + 2^23 rounds a to an
 // integer, to even, and holds it in its low mantissa bits: those bits are the integer, with no
 // float-to-int conversion (Highway's fixes up overflow in several more operations).
@@ -87,50 +108,68 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> RoundHalfEvenSmallToInt(D d, hn::Vec<D
   return hn::Sub(hn::BitCast(di, hn::Add(a, hn::Set(d, 8388608.0f))), hn::Set(di, 0x4b000000));
 }
 
+// core::quantize_i8(s) as an int32: s clamped to [-127, 127] (a NaN to 0), plus 1.5 * 2^23,
+// rounds to an integer, to even, on either sign (the sum stays in [2^23, 2^24), where the
+// spacing is 1), and holds it in its low mantissa bits. The same integers as core's
+// round-the-magnitude-then-copy-the-sign.
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> I8Of(D d, hn::Vec<D> s) {
+  const hn::RebindToSigned<D> di;
+  const auto c = hn::Min(hn::Max(hn::IfThenZeroElse(hn::IsNaN(s), s), hn::Set(d, -core::kI8Max)), hn::Set(d, core::kI8Max));
+  return hn::Sub(hn::BitCast(di, hn::Add(c, hn::Set(d, 12582912.0f))), hn::Set(di, 0x4b400000));
+}
+
+// core::quantize_e4m3(s) as an int32 (a byte: sign and code), its bit arithmetic lane by lane.
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> E4M3Of(D d, hn::Vec<D> s) {
+  const hn::RebindToSigned<D> di;
+  const auto u = hn::BitCast(di, s);
+  const auto sign = hn::And(hn::ShiftRight<24>(u), hn::Set(di, 0x80));
+  const auto b = hn::And(u, hn::Set(di, 0x7fffffff));  // |v|, non-negative as int32
+  const auto a = hn::BitCast(d, b);
+  const auto subnormal = hn::Lt(a, hn::Set(d, 0.015625f));
+  // Lanes not subnormal get any value here: the blend below takes r for them.
+  const auto sub = RoundHalfEvenSmallToInt(d, hn::Mul(a, hn::Set(d, 512.0f)));
+  // The mantissa rounded to 3 bits, to even, and rebiased (127 -> 7: the bias leaves the sum
+  // before the shift, which is arithmetic); in [8, 0x440] where not subnormal, negative below.
+  const auto r = hn::ShiftRight<20>(hn::Add(hn::Add(b, hn::Set(di, 0x7ffff - ((127 - 7) << 23))),
+                                            hn::And(hn::ShiftRight<20>(b), hn::Set(di, 1))));
+  // Saturated at 448 by the minimum: every finite |v| from 448 up, and inf, give r >= 0x7e.
+  auto code = hn::IfThenElse(hn::RebindMask(di, subnormal), sub, hn::Min(r, hn::Set(di, 0x7e)));
+  code = hn::IfThenElse(hn::Gt(b, hn::Set(di, 0x7f800000)), hn::Set(di, 0x7f), code);  // NaN
+  return hn::Or(sign, code);
+}
+
 // out_j = core::quantize_i8(v_j * mul).
 HWY_INLINE void CodesI8(const float* v, size_t n, float mul, int8_t* out) {
   const hn::ScalableTag<float> df;
-  const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
   const size_t N = hn::Lanes(df);
-  const auto vmul = hn::Set(df, mul), qmax = hn::Set(df, core::kI8Max);
+  const auto vmul = hn::Set(df, mul);
   size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto s = hn::Mul(hn::LoadU(df, v + i), vmul);
-    const auto m = RoundHalfEvenSmallToInt(df, hn::Min(hn::Abs(s), qmax));  // a NaN lane is 0 below
-    const auto negative = hn::ShiftRight<31>(hn::BitCast(di, s));          // -1 or 0
-    const auto q = hn::Sub(hn::Xor(m, negative), negative);                  // -m where s < 0 (-0: 0)
-    hn::StoreU(BytesOf(d8, hn::IfThenZeroElse(hn::RebindMask(di, hn::IsNaN(s)), q)), d8, out + i);
+  for (; i + 4 * N <= n; i += 4 * N) {
+    StoreBytes4<true>(d8, I8Of(df, hn::Mul(hn::LoadU(df, v + i), vmul)), I8Of(df, hn::Mul(hn::LoadU(df, v + i + N), vmul)),
+                      I8Of(df, hn::Mul(hn::LoadU(df, v + i + 2 * N), vmul)),
+                      I8Of(df, hn::Mul(hn::LoadU(df, v + i + 3 * N), vmul)), out + i);
   }
+  for (; i + N <= n; i += N) hn::StoreU(BytesOf(d8, I8Of(df, hn::Mul(hn::LoadU(df, v + i), vmul))), d8, out + i);
   for (; i < n; ++i) out[i] = core::quantize_i8(v[i] * mul);
 }
 
-// out_j = core::quantize_e4m3(v_j * mul), its bit arithmetic lane by lane.
+// out_j = core::quantize_e4m3(v_j * mul).
 HWY_INLINE void CodesE4M3(const float* v, size_t n, float mul, uint8_t* out) {
   const hn::ScalableTag<float> df;
-  const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<uint8_t, decltype(df)> d8;
   const size_t N = hn::Lanes(df);
   const auto vmul = hn::Set(df, mul);
   size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto s = hn::Mul(hn::LoadU(df, v + i), vmul);
-    const auto u = hn::BitCast(di, s);
-    const auto sign = hn::And(hn::ShiftRight<24>(u), hn::Set(di, 0x80));
-    const auto b = hn::And(u, hn::Set(di, 0x7fffffff));  // |v|, non-negative as int32
-    const auto a = hn::BitCast(df, b);
-    const auto subnormal = hn::Lt(a, hn::Set(df, 0.015625f));
-    // Lanes not subnormal get any value here: the blend below takes r for them.
-    const auto sub = RoundHalfEvenSmallToInt(df, hn::Mul(a, hn::Set(df, 512.0f)));
-    // The mantissa rounded to 3 bits, to even, rebiased; in [8, 0x440] where not subnormal.
-    const auto r = hn::Sub(hn::ShiftRight<20>(hn::Add(hn::Add(b, hn::Set(di, 0x7ffff)),
-                                                      hn::And(hn::ShiftRight<20>(b), hn::Set(di, 1)))),
-                           hn::Set(di, (127 - 7) << 3));
-    // Saturated at 448 by the minimum: every finite |v| from 448 up, and inf, give r >= 0x7e.
-    auto code = hn::IfThenElse(hn::RebindMask(di, subnormal), sub, hn::Min(r, hn::Set(di, 0x7e)));
-    code = hn::IfThenElse(hn::Gt(b, hn::Set(di, 0x7f800000)), hn::Set(di, 0x7f), code);  // NaN
-    hn::StoreU(BytesOf(d8, hn::Or(sign, code)), d8, out + i);
+  for (; i + 4 * N <= n; i += 4 * N) {
+    StoreBytes4<false>(d8, E4M3Of(df, hn::Mul(hn::LoadU(df, v + i), vmul)),
+                       E4M3Of(df, hn::Mul(hn::LoadU(df, v + i + N), vmul)),
+                       E4M3Of(df, hn::Mul(hn::LoadU(df, v + i + 2 * N), vmul)),
+                       E4M3Of(df, hn::Mul(hn::LoadU(df, v + i + 3 * N), vmul)), out + i);
   }
+  for (; i + N <= n; i += N) hn::StoreU(BytesOf(d8, E4M3Of(df, hn::Mul(hn::LoadU(df, v + i), vmul))), d8, out + i);
   for (; i < n; ++i) out[i] = core::quantize_e4m3(v[i] * mul);
 }
 
