@@ -184,12 +184,9 @@ __global__ void __launch_bounds__(kOptionsBlock) quantize_chunks_kernel(Quantize
 // warp width WARP; plan(p) runs a request without either, on the runtime's stream.
 template <int WARP, typename Rt, typename Plan>
 onorm_status run_options_around_plan(Rt& rt, const onorm_request& q, Plan&& plan) {
-  const core::ops::Signature& sig = core::ops::signature(q.op);
   const onorm_rows &x = q.in[0], &y = q.out[0];
   const bool residual = has_residual(q), quantized = is_quantized(y.dtype);
-  // The optional tensors follow the op's own: residual in[inputs], residual_out out[outputs].
-  const onorm_rows* res = residual ? &q.in[sig.inputs] : nullptr;
-  const onorm_rows* res_out = residual && q.outputs > sig.outputs ? &q.out[sig.outputs] : nullptr;
+  const onorm_rows *res = residual_of(q), *res_out = residual ? residual_out_of(q) : nullptr;
   const bool stage_h = residual && !res_out;
   const int64_t rows = x.rows, cols = x.cols;
   const int64_t h_row = stage_h ? cols * dtype_size(x.dtype) : 0;
@@ -205,6 +202,7 @@ onorm_status run_options_around_plan(Rt& rt, const onorm_request& q, Plan&& plan
     if (onorm_status s = rt.malloc_async(&staging, static_cast<size_t>(h_bytes + batch * (v_row + m_row)))) return s;
   float* v_stage = quantized ? reinterpret_cast<float*>(static_cast<char*>(staging) + h_bytes) : nullptr;
   float* chunk_max = m_row > 0 ? v_stage + batch * cols : nullptr;
+  const core::ops::Signature& sig = core::ops::signature(q.op);
   onorm_status status = ONORM_OK;
   for (int64_t r0 = 0; r0 < rows && status == ONORM_OK; r0 += batch) {
     const int64_t n = std::min(batch, rows - r0);
@@ -260,12 +258,10 @@ onorm_status run_options_around_plan(Rt& rt, const onorm_request& q, Plan&& plan
 // Whether the row kernels can carry a request's options (RowOptions): h of x's dtype, the
 // column vectors in a form the kernels take (folded_columns.hpp).
 inline bool options_in_rows(const onorm_request& q) {
-  const core::ops::Signature& sig = core::ops::signature(q.op);
   const onorm_dtype t = q.in[0].dtype;
   if (column_form(q) == ColumnForm::kFold) return false;
-  if (has_residual(q) && (q.in[sig.inputs].dtype != t || (q.outputs > sig.outputs && q.out[sig.outputs].dtype != t)))
-    return false;
-  return true;
+  const onorm_rows *res = residual_of(q), *res_out = residual_out_of(q);
+  return !res || (res->dtype == t && (!res_out || res_out->dtype == t));
 }
 
 // A validated norm request of op Op, first input In, with a residual and/or a quantized y, on

@@ -9,6 +9,7 @@
 #include "backend_interface.h"
 #include "dtype_io.hpp"
 #include "onlinenorm/core/ops/dispatch.hpp"
+#include "request_form.hpp"
 
 namespace onorm {
 namespace gpu {
@@ -122,15 +123,12 @@ inline RowArgs row_args(const onorm_request& q) {
   for (int p = 0; p < ONORM_REQUEST_PARAMS; ++p) a.param[p] = q.param[p];
   a.rows = q.in[0].rows;
   a.cols = q.in[0].cols;
-  // The optional tensors follow the op's own: the residual in[inputs], residual_out out[outputs].
-  const core::ops::Signature& sig = core::ops::signature(q.op);
-  if (q.inputs > sig.inputs) {
-    const onorm_rows& r = q.in[sig.inputs];
-    a.opt.res = r.data;
-    a.opt.res_stride = r.row_stride;
-    a.opt.res_vec = rows_aligned16(r);
-    if (q.outputs > sig.outputs) {
-      const onorm_rows& h = q.out[sig.outputs];
+  if (const onorm_rows* r = residual_of(q)) {
+    a.opt.res = r->data;
+    a.opt.res_stride = r->row_stride;
+    a.opt.res_vec = rows_aligned16(*r);
+    if (const onorm_rows* out = residual_out_of(q)) {
+      const onorm_rows& h = *out;
       a.opt.h = h.data;
       a.opt.h_stride = h.row_stride;
       a.opt.res_vec = a.opt.res_vec && rows_aligned16(h);
