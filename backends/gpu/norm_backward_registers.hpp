@@ -14,6 +14,8 @@
 // at most 128 + 8 terms, keep within API.md's bounds (1e-5 relative to the sums of |terms|).
 #pragma once
 
+#include <type_traits>
+
 #include "norm_backward_args.hpp"
 #include "onlinenorm/core/ops/norm_backward.hpp"
 #include "reduce.hpp"
@@ -27,9 +29,10 @@ constexpr int64_t kBackwardChainRows = 128;
 
 // Registers a thread keeps (E columns: x and dy as floats, the scale and K column sums; with
 // the next D rows' x and dy loaded ahead as 16-byte vectors, 8 registers per item and row, while
-// this row reduces: the loads of the rows ahead overlap this row's reduction).
+// this row reduces: the loads of the rows ahead overlap this row's reduction; and the next
+// row's statistics, K floats).
 ONORM_HD constexpr int backward_floats_at(int E, int ITEMS, int K, int D) {
-  return E * (3 + K) + 8 * ITEMS * D;
+  return E * (3 + K) + 8 * ITEMS * D + K;
 }
 // Threads resident per multiprocessor the kernels are built for: 1024 (64 registers), 768 (85)
 // or 512 (128). A block of 1024 threads gets 64 registers: E = 16 spills there (ptxas, sm_90a),
@@ -107,8 +110,7 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
   // Block-uniform bounds: every thread takes part in each row's reduction. ahead_*[d] holds
   // the group's row d + 1 runs after the current one (one extra slot keeps the arrays legal at
   // D = 0). next_rv holds the next row's mean / rstd: loaded a row ahead, their latency is not
-  // exposed in the reduction's chain (measured faster than loading them D rows ahead, which
-  // spills, or in the row; bench/RESULTS.md).
+  // exposed in the reduction's chain (D rows ahead spilled at 80 registers; ptxas, sm_90a).
   shim::Vec16 ahead_x[D + 1][ITEMS], ahead_dy[D + 1][ITEMS];
   Row next_rv = Op::template row<float>(a.row_in, r0 + group < r1 ? r0 + group : r0);
 #pragma unroll
@@ -159,18 +161,26 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
     for (int e = 0; e < E; ++e) Op::accumulate(s, rv, x[e], dy[e], scale[e]);
     const Vals<float, 2> sums = row_allreduce<WARP, TPR, BLOCK, false>(Vals<float, 2>{{s.g, s.gc}}, lane, scratch[parity], AddOp{});
     const auto c = Op::template coefs<float>(typename Op::template Sums<float>{sums.v[0], sums.v[1]}, rv, a.cols);
+    // dx and the column sums; the test for dresidual once a row, not once an element.
+    const auto write = [&](auto with_dres) {
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const int64_t j = static_cast<int64_t>(lane + i * TPR) * V;
-      if (!active || j >= a.cols) continue;
-      float out[V];
+      for (int i = 0; i < ITEMS; ++i) {
+        const int64_t j = static_cast<int64_t>(lane + i * TPR) * V;
+        if (!active || j >= a.cols) continue;
+        float out[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e) {
-        const float d = a.dres ? load_dtype(a.dres, a.drt, rr * a.sdres + j + e) : 0.0f;
-        out[e] = Op::dx(c, x[i * V + e], dy[i * V + e], scale[i * V + e], d);
-        Op::column(col[i * V + e], rv, x[i * V + e], dy[i * V + e]);
+        for (int e = 0; e < V; ++e) {
+          const float d = with_dres ? load_dtype(a.dres, a.drt, rr * a.sdres + j + e) : 0.0f;
+          out[e] = Op::dx(c, x[i * V + e], dy[i * V + e], scale[i * V + e], d);
+          Op::column(col[i * V + e], rv, x[i * V + e], dy[i * V + e]);
+        }
+        Elems<T>::store_vec(a.dx, rr * a.sdx + j, out);
       }
-      Elems<T>::store_vec(a.dx, rr * a.sdx + j, out);
+    };
+    if (a.dres) {
+      write(std::true_type{});
+    } else {
+      write(std::false_type{});
     }
   }
   if (!a.col_out[0] && !a.col_out[1]) return;

@@ -68,8 +68,10 @@ struct NormBackward {
   };
   template <typename T, typename S>
   ONORM_HD_INLINE static Coefs<T> coefs(const Sums<S>& s, const Row<S>& row, int64_t n) {
-    const S a = kLayer ? s.g / static_cast<S>(n) : S(0);
-    const S b = row.rstd * s.gc / static_cast<S>(n);
+    // By 1/n, not divided: in a loop over rows the reciprocal is computed once.
+    const S inv_n = S(1) / static_cast<S>(n);
+    const S a = kLayer ? s.g * inv_n : S(0);
+    const S b = row.rstd * s.gc * inv_n;
     return Coefs<T>{static_cast<T>(row.mean), static_cast<T>(row.rstd), static_cast<T>(a), static_cast<T>(b)};
   }
   template <typename T>
