@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 #include "kernels.hpp"
@@ -44,54 +45,78 @@ int64_t find_beating(size_t target, onorm_dtype dt, const In* x, int64_t from, i
 // becomes the bar. Against a bar that is not NaN, a value beats it exactly where !(v <= bar)
 // (keys order as the values, -0 as +0, a NaN above all), which the scan tests a vector at a
 // time between entries (find_beating). A NaN bar (the k first are all NaN) ends the scan:
-// nothing after them can enter.
+// nothing after them can enter. The row is scanned in consecutive pieces (scan(b, e), in column
+// order, the bar carried over), so that each piece is scanned while the statistics' pass has
+// it in L1.
 template <typename In, typename Keep>
-void scan_first_k(size_t target, onorm_dtype dt, const In* x, int64_t cols, int64_t k, const Entry* entries,
-                  Keep keep) {
-  bool barred = false;
-  float bar = 0.0f;
-  for (int64_t j = 0; j < cols; ++j) {
-    if (barred && (j = find_beating(target, dt, x, j, cols, bar)) == cols) break;
-    if (!keep(Entry{SoftmaxTopk::key(load_as<float>(x, j)), j})) continue;
-    if (entries[k - 1].first == SoftmaxTopk::key(std::nanf(""))) break;  // the scan ends
-    bar = load_as<float>(x, entries[k - 1].second);
-    barred = true;
+class FirstKScan {
+ public:
+  FirstKScan(size_t target, onorm_dtype dt, const In* x, int64_t k, const Entry* entries, Keep& keep)
+      : target_(target), dt_(dt), x_(x), k_(k), entries_(entries), keep_(keep) {}
+  void scan(int64_t j, int64_t end) {
+    for (; j < end && !ended_; ++j) {
+      if (barred_ && (j = find_beating(target_, dt_, x_, j, end, bar_)) == end) return;
+      if (!keep_(Entry{SoftmaxTopk::key(load_as<float>(x_, j)), j})) continue;
+      if (entries_[k_ - 1].first == SoftmaxTopk::key(std::nanf(""))) ended_ = true;  // the scan ends
+      bar_ = load_as<float>(x_, entries_[k_ - 1].second);
+      barred_ = true;
+    }
   }
-}
 
-// The row's k first entries, in order, into entries[0, k) (room: kept_entries): the entries
+ private:
+  size_t target_;
+  onorm_dtype dt_;
+  const In* x_;
+  int64_t k_;
+  const Entry* entries_;
+  Keep& keep_;
+  bool barred_ = false, ended_ = false;
+  float bar_ = 0.0f;
+};
+
+// Keeps the row's k first entries, in order, in entries[0, k) (room: kept_entries): the entries
 // pile up, and when they fill up the k first of them stay (nth_element) and the k-th's value
-// becomes the bar.
-template <typename In>
-void select_first_k(size_t target, onorm_dtype dt, const In* x, int64_t cols, int64_t k, Entry* entries) {
-  const int64_t cap = kept_entries(cols, k);
-  int64_t n = 0;
-  scan_first_k(target, dt, x, cols, k, entries, [&](const Entry& e) {
-    entries[n++] = e;
-    if (n < cap) return false;
-    std::nth_element(entries, entries + (k - 1), entries + n, entry_before);
-    n = k;
+// becomes the bar; finish() selects and orders the last pile.
+class BatchedFirstK {
+ public:
+  BatchedFirstK(Entry* entries, int64_t k, int64_t cols) : entries_(entries), k_(k), cap_(kept_entries(cols, k)) {}
+  bool operator()(const Entry& e) {
+    entries_[n_++] = e;
+    if (n_ < cap_) return false;
+    std::nth_element(entries_, entries_ + (k_ - 1), entries_ + n_, entry_before);
+    n_ = k_;
     return true;
-  });
-  if (k < n) std::nth_element(entries, entries + k, entries + n, entry_before);
-  std::sort(entries, entries + k, entry_before);
-}
+  }
+  void finish() {
+    if (k_ < n_) std::nth_element(entries_, entries_ + k_, entries_ + n_, entry_before);
+    std::sort(entries_, entries_ + k_, entry_before);
+  }
+
+ private:
+  Entry* entries_;
+  int64_t k_, cap_, n_ = 0;
+};
 
 // The same for small k (kSortedMaxK): the k best so far kept in order in entries[0, k), each
 // element that beats the bar moved into its place and the k-th dropped. Its cost is O(k) an
-// entry and no selection, against select_first_k's nth_element over 2k + kSpare entries, which
+// entry and no selection, against BatchedFirstK's nth_element over 2k + kSpare entries, which
 // short rows pay in full before the bar exists.
 constexpr int64_t kSortedMaxK = 64;
-template <typename In>
-void insert_first_k(size_t target, onorm_dtype dt, const In* x, int64_t cols, int64_t k, Entry* entries) {
-  int64_t n = 0;
-  scan_first_k(target, dt, x, cols, k, entries, [&](const Entry& e) {
-    int64_t i = n < k ? n++ : k - 1;  // a new last place, or the k-th's
-    for (; i > 0 && entry_before(e, entries[i - 1]); --i) entries[i] = entries[i - 1];
-    entries[i] = e;
-    return n == k;
-  });
-}
+class SortedFirstK {
+ public:
+  SortedFirstK(Entry* entries, int64_t k) : entries_(entries), k_(k) {}
+  bool operator()(const Entry& e) {
+    int64_t i = n_ < k_ ? n_++ : k_ - 1;  // a new last place, or the k-th's
+    for (; i > 0 && entry_before(e, entries_[i - 1]); --i) entries_[i] = entries_[i - 1];
+    entries_[i] = e;
+    return n_ == k_;
+  }
+  void finish() {}
+
+ private:
+  Entry* entries_;
+  int64_t k_, n_ = 0;
+};
 
 void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries) {
   const int64_t cols = q.in[0].cols, k = q.k;
@@ -100,12 +125,22 @@ void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries) {
   float placeholder = 0.0f;
   const onorm_request s = softmax_row_request(q, r, &placeholder);
 
+  // The selection scans each chunk of the row right after the statistics' pass has read it.
   core::MaxSum<double> ms;
-  if (!q.renormalize) ms = softmax_row_state(target, s, simd_supports(target, s));
   with_dtype(xt, [&](auto tag) {
     using In = typename decltype(tag)::type;
-    if (k <= kSortedMaxK) insert_first_k(target, xt, static_cast<const In*>(x), cols, k, entries);
-    else select_first_k(target, xt, static_cast<const In*>(x), cols, k, entries);
+    const auto select = [&](auto&& keeper) {
+      FirstKScan<In, std::remove_reference_t<decltype(keeper)>> first_k(target, xt, static_cast<const In*>(x), k, entries,
+                                                                         keeper);
+      if (q.renormalize) {
+        first_k.scan(0, cols);
+      } else {
+        ms = softmax_row_state(target, s, simd_supports(target, s), [&](int64_t b, int64_t e) { first_k.scan(b, e); });
+      }
+      keeper.finish();
+    };
+    if (k <= kSortedMaxK) select(SortedFirstK(entries, k));
+    else select(BatchedFirstK(entries, k, cols));
   });
 
   // The values: the whole row's softmax (Softmax's rules: a NaN or +inf row is NaN, an all
