@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "onlinenorm/core/quantize.hpp"
@@ -140,37 +141,30 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> E4M3Of(D d, hn::Vec<D> s) {
   return hn::Or(sign, code);
 }
 
-// out_j = core::quantize_i8(v_j * mul).
-HWY_INLINE void CodesI8(const float* v, size_t n, float mul, int8_t* out) {
+// out_j = code(v_j * mul): code_of(df, lanes) in vectors, four at a time (StoreBytes4), and
+// scalar(value) for the elements after the last whole vector.
+template <typename Out, class CodeOf, class Scalar>
+HWY_INLINE void CodesWith(const float* v, size_t n, float mul, Out* out, CodeOf code_of, Scalar scalar) {
   const hn::ScalableTag<float> df;
-  const hn::Rebind<int8_t, decltype(df)> d8;
+  const hn::Rebind<Out, decltype(df)> d8;
   const size_t N = hn::Lanes(df);
   const auto vmul = hn::Set(df, mul);
+  const auto code = [&](size_t i) { return code_of(df, hn::Mul(hn::LoadU(df, v + i), vmul)); };
   size_t i = 0;
-  for (; i + 4 * N <= n; i += 4 * N) {
-    StoreBytes4<true>(d8, I8Of(df, hn::Mul(hn::LoadU(df, v + i), vmul)), I8Of(df, hn::Mul(hn::LoadU(df, v + i + N), vmul)),
-                      I8Of(df, hn::Mul(hn::LoadU(df, v + i + 2 * N), vmul)),
-                      I8Of(df, hn::Mul(hn::LoadU(df, v + i + 3 * N), vmul)), out + i);
-  }
-  for (; i + N <= n; i += N) hn::StoreU(BytesOf(d8, I8Of(df, hn::Mul(hn::LoadU(df, v + i), vmul))), d8, out + i);
-  for (; i < n; ++i) out[i] = core::quantize_i8(v[i] * mul);
+  for (; i + 4 * N <= n; i += 4 * N)
+    StoreBytes4<std::is_signed<Out>::value>(d8, code(i), code(i + N), code(i + 2 * N), code(i + 3 * N), out + i);
+  for (; i + N <= n; i += N) hn::StoreU(BytesOf(d8, code(i)), d8, out + i);
+  for (; i < n; ++i) out[i] = scalar(v[i] * mul);
+}
+
+// out_j = core::quantize_i8(v_j * mul).
+HWY_INLINE void CodesI8(const float* v, size_t n, float mul, int8_t* out) {
+  CodesWith(v, n, mul, out, [](auto df, auto s) { return I8Of(df, s); }, [](float a) { return core::quantize_i8(a); });
 }
 
 // out_j = core::quantize_e4m3(v_j * mul).
 HWY_INLINE void CodesE4M3(const float* v, size_t n, float mul, uint8_t* out) {
-  const hn::ScalableTag<float> df;
-  const hn::Rebind<uint8_t, decltype(df)> d8;
-  const size_t N = hn::Lanes(df);
-  const auto vmul = hn::Set(df, mul);
-  size_t i = 0;
-  for (; i + 4 * N <= n; i += 4 * N) {
-    StoreBytes4<false>(d8, E4M3Of(df, hn::Mul(hn::LoadU(df, v + i), vmul)),
-                       E4M3Of(df, hn::Mul(hn::LoadU(df, v + i + N), vmul)),
-                       E4M3Of(df, hn::Mul(hn::LoadU(df, v + i + 2 * N), vmul)),
-                       E4M3Of(df, hn::Mul(hn::LoadU(df, v + i + 3 * N), vmul)), out + i);
-  }
-  for (; i + N <= n; i += N) hn::StoreU(BytesOf(d8, E4M3Of(df, hn::Mul(hn::LoadU(df, v + i), vmul))), d8, out + i);
-  for (; i < n; ++i) out[i] = core::quantize_e4m3(v[i] * mul);
+  CodesWith(v, n, mul, out, [](auto df, auto s) { return E4M3Of(df, s); }, [](float a) { return core::quantize_e4m3(a); });
 }
 
 // One row of codes from its float values v (scratch: divided in place where the rule divides):
