@@ -15,7 +15,7 @@ inline const onorm_rows* residual_of(const onorm_request& q) {
 }
 inline const onorm_rows* residual_out_of(const onorm_request& q) {
   const int outs = core::ops::signature(q.op).outputs;
-  return q.outputs > outs ? &q.out[outs] : nullptr;
+  return has_residual(q) && q.outputs > outs ? &q.out[outs] : nullptr;
 }
 inline bool is_quantized(onorm_dtype t) { return t == ONORM_I8 || t == ONORM_F8_E4M3; }
 // Column vectors of x's dtype (or none given) and no offsets.

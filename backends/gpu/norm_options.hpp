@@ -186,7 +186,7 @@ template <int WARP, typename Rt, typename Plan>
 onorm_status run_options_around_plan(Rt& rt, const onorm_request& q, Plan&& plan) {
   const onorm_rows &x = q.in[0], &y = q.out[0];
   const bool residual = has_residual(q), quantized = is_quantized(y.dtype);
-  const onorm_rows *res = residual_of(q), *res_out = residual ? residual_out_of(q) : nullptr;
+  const onorm_rows *res = residual_of(q), *res_out = residual_out_of(q);
   const bool stage_h = residual && !res_out;
   const int64_t rows = x.rows, cols = x.cols;
   const int64_t h_row = stage_h ? cols * dtype_size(x.dtype) : 0;
