@@ -67,17 +67,16 @@ constexpr int backward_min_blocks() {
   return backward_threads_per_sm<E, ITEMS, K>() >= 2 * BLOCK ? backward_threads_per_sm<E, ITEMS, K>() / BLOCK : 1;
 }
 
-// A thread's ITEMS 16-byte vectors of row `row` of p (stride in elements), zero where the row
-// is inactive or past cols.
+// A thread's ITEMS 16-byte vectors of a row from p (the row's first element of the thread:
+// vector i is TPR vectors further on, an immediate offset), zero where the row is inactive or
+// the vector past the row (has[i] false).
 template <typename T, int ITEMS, int TPR>
-ONORM_DEV void load_raw_items(const void* p, int64_t stride, int64_t row, bool active, int64_t cols, int lane,
-                              shim::Vec16 (&raw)[ITEMS]) {
+ONORM_DEV void load_raw_items(const T* p, bool active, const bool (&has)[ITEMS], shim::Vec16 (&raw)[ITEMS]) {
   constexpr int V = Elems<T>::kVec;
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
-    const int64_t j = static_cast<int64_t>(lane + i * TPR) * V;
-    if (active && j < cols) {
-      raw[i] = *reinterpret_cast<const shim::Vec16*>(static_cast<const T*>(p) + row * stride + j);
+    if (active && has[i]) {
+      raw[i] = *reinterpret_cast<const shim::Vec16*>(p + i * TPR * V);
     } else {
       raw[i].x = raw[i].y = raw[i].z = raw[i].w = 0u;
     }
@@ -96,34 +95,50 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
   const int lane = static_cast<int>(threadIdx.x) % TPR, group = static_cast<int>(threadIdx.x) / TPR;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * a.rows_per_group;
   const int64_t r1 = r0 + a.rows_per_group < a.rows ? r0 + a.rows_per_group : a.rows;
-  // A thread's columns: vector i starts at (lane + i * TPR) * V; cols is a multiple of V.
+  // A thread's columns: vector i starts at lane * V + i * TPR * V; cols is a multiple of V and
+  // at most kBackwardRegisterCols, so int holds them.
+  const int cols = static_cast<int>(a.cols), col0 = lane * V;
+  bool has[ITEMS];
   float scale[E], col[E][K];
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i)
+  for (int i = 0; i < ITEMS; ++i) {
+    has[i] = col0 + i * TPR * V < cols;
 #pragma unroll
     for (int e = 0; e < V; ++e) {
-      const int64_t j = static_cast<int64_t>(lane + i * TPR) * V + e;
-      scale[i * V + e] = j < a.cols ? scale_at<Op>(a, j) : 0.0f;
+      scale[i * V + e] = has[i] ? scale_at<Op>(a, col0 + i * TPR * V + e) : 0.0f;
 #pragma unroll
       for (int k = 0; k < K; ++k) col[i * V + e][k] = 0.0f;
     }
+  }
+  // The group's rows through pointers advanced a row group at a time: recomputing
+  // row * stride + column in 64 bits for every vector made IMAD a fifth of the instructions
+  // (ncu, bench/RESULTS.md). Pointers past the run are formed but never dereferenced.
+  const int64_t first_row = r0 + group;
+  const T* x_row = static_cast<const T*>(a.x) + first_row * a.sx + col0;
+  const T* dy_row = static_cast<const T*>(a.dy) + first_row * a.sdy + col0;
+  T* dx_row = static_cast<T*>(a.dx) + first_row * a.sdx + col0;
+  int64_t dres_at = first_row * a.sdres + col0;
+  const int64_t step_x = GPB * a.sx, step_dy = GPB * a.sdy, step_dx = GPB * a.sdx, step_dres = GPB * a.sdres;
   // Block-uniform bounds: every thread takes part in each row's reduction. ahead_*[d] holds
   // the group's row d + 1 runs after the current one (one extra slot keeps the arrays legal at
-  // D = 0). next_rv holds the next row's mean / rstd: loaded a row ahead, their latency is not
-  // exposed in the reduction's chain (D rows ahead spilled at 80 registers; ptxas, sm_90a).
+  // D = 0); x_ahead / dy_ahead point at the next row to load ahead. next_rv holds the next
+  // row's mean / rstd: loaded a row ahead, their latency is not exposed in the reduction's
+  // chain (D rows ahead spilled at 80 registers; ptxas, sm_90a).
   shim::Vec16 ahead_x[D + 1][ITEMS], ahead_dy[D + 1][ITEMS];
-  Row next_rv = Op::template row<float>(a.row_in, r0 + group < r1 ? r0 + group : r0);
+  const T* x_ahead = x_row;
+  const T* dy_ahead = dy_row;
+  Row next_rv = Op::template row<float>(a.row_in, first_row < r1 ? first_row : r0);
 #pragma unroll
   for (int d = 0; d < D; ++d) {
-    const int64_t row = r0 + group + d * GPB;
-    load_raw_items<T, ITEMS, TPR>(a.x, a.sx, row, row < r1, a.cols, lane, ahead_x[d]);
-    load_raw_items<T, ITEMS, TPR>(a.dy, a.sdy, row, row < r1, a.cols, lane, ahead_dy[d]);
+    const bool live = first_row + d * GPB < r1;
+    load_raw_items<T, ITEMS, TPR>(x_ahead, live, has, ahead_x[d]);
+    load_raw_items<T, ITEMS, TPR>(dy_ahead, live, has, ahead_dy[d]);
+    x_ahead += step_x;
+    dy_ahead += step_dy;
   }
   int parity = 0;
-  for (int64_t first = r0; first < r1; first += GPB, parity ^= 1) {
-    const int64_t row = first + group;
+  for (int64_t row = first_row; row - group < r1; row += GPB, parity ^= 1) {
     const bool active = row < r1;
-    const int64_t rr = active ? row : r0;
     const Row rv = next_rv;
     next_rv = Op::template row<float>(a.row_in, row + GPB < r1 ? row + GPB : r0);
     float x[E], dy[E];
@@ -141,16 +156,17 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
           ahead_x[d][i] = ahead_x[d + 1][i];
           ahead_dy[d][i] = ahead_dy[d + 1][i];
         }
-      const int64_t next = row + D * GPB;
-      load_raw_items<T, ITEMS, TPR>(a.x, a.sx, next, next < r1, a.cols, lane, ahead_x[D - 1]);
-      load_raw_items<T, ITEMS, TPR>(a.dy, a.sdy, next, next < r1, a.cols, lane, ahead_dy[D - 1]);
+      const bool live = row + D * GPB < r1;
+      load_raw_items<T, ITEMS, TPR>(x_ahead, live, has, ahead_x[D - 1]);
+      load_raw_items<T, ITEMS, TPR>(dy_ahead, live, has, ahead_dy[D - 1]);
+      x_ahead += step_x;
+      dy_ahead += step_dy;
     } else {
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
-        const int64_t j = static_cast<int64_t>(lane + i * TPR) * V;
-        if (active && j < a.cols) {
-          Elems<T>::load_vec(a.x, rr * a.sx + j, x + i * V);
-          Elems<T>::load_vec(a.dy, rr * a.sdy + j, dy + i * V);
+        if (active && has[i]) {
+          io<T>::load_vec(x_row + i * TPR * V, x + i * V);
+          io<T>::load_vec(dy_row + i * TPR * V, dy + i * V);
         } else {
 #pragma unroll
           for (int e = 0; e < V; ++e) x[i * V + e] = dy[i * V + e] = 0.0f;
@@ -165,16 +181,15 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
     const auto write = [&](auto with_dres) {
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
-        const int64_t j = static_cast<int64_t>(lane + i * TPR) * V;
-        if (!active || j >= a.cols) continue;
+        if (!active || !has[i]) continue;
         float out[V];
 #pragma unroll
         for (int e = 0; e < V; ++e) {
-          const float d = with_dres ? load_dtype(a.dres, a.drt, rr * a.sdres + j + e) : 0.0f;
+          const float d = with_dres ? load_dtype(a.dres, a.drt, dres_at + i * TPR * V + e) : 0.0f;
           out[e] = Op::dx(c, x[i * V + e], dy[i * V + e], scale[i * V + e], d);
           Op::column(col[i * V + e], rv, x[i * V + e], dy[i * V + e]);
         }
-        Elems<T>::store_vec(a.dx, rr * a.sdx + j, out);
+        store_vec<T, V>(dx_row + i * TPR * V, out);
       }
     };
     if (a.dres) {
@@ -182,6 +197,10 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
     } else {
       write(std::false_type{});
     }
+    x_row += step_x;
+    dy_row += step_dy;
+    dx_row += step_dx;
+    dres_at += step_dres;
   }
   if (!a.col_out[0] && !a.col_out[1]) return;
   // The block's groups in group order: group 0 stores, each next group adds, then group
@@ -209,8 +228,8 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
   for (int i = 0; i < ITEMS; ++i)
 #pragma unroll
     for (int e = 0; e < V; ++e) {
-      const int64_t j = static_cast<int64_t>(lane + i * TPR) * V + e;
-      if (j >= a.cols) continue;
+      const int j = col0 + i * TPR * V + e;
+      if (!has[i]) continue;
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         if (a.direct) {
