@@ -20,36 +20,41 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 #if ONORM_SIMD_BF16_CVT
-// The instruction alone, as bf16_cvt-inl.h calls it.
+// The instruction alone, by its intrinsic (bf16_cvt-inl.h writes it as asm).
 __attribute__((target("avx512bf16"))) inline __m256i RawCvt(__m512 x) { return (__m256i)_mm512_cvtneps_pbh(x); }
 #endif
 
 // hw: v stored through Io<Bf16Cvt> (whole vectors by Store and Stream, the rest by StoreTail),
-// sw: through Io<core::bf16_bits>; raw: VCVTNEPS2BF16 alone, whole vectors only. hw aligned to
-// the vector (Stream). False where this target has no hardware path or the CPU lacks AVX512_BF16.
-bool StoreBoth(const float* v, size_t n, uint16_t* hw, uint16_t* sw, uint16_t* raw) {
+// hw2: the same by pairs (Store2 and Stream2), sw: through Io<core::bf16_bits>; raw:
+// VCVTNEPS2BF16 alone, whole vectors only. hw and hw2 aligned to two vectors (Stream, Stream2).
+// False where this target has no hardware path or the CPU lacks AVX512_BF16.
+bool StoreBoth(const float* v, size_t n, uint16_t* hw, uint16_t* hw2, uint16_t* sw, uint16_t* raw) {
 #if ONORM_SIMD_BF16_CVT
   if (!HasBf16Cvt()) return false;
   const DF d;
   const size_t N = hn::Lanes(d);
-  WithBf16Cvt([&] {
-    size_t i = 0;
-    for (; i + 2 * N <= n; i += 2 * N) {
-      Io<Bf16Cvt>::Store(d, hn::LoadU(d, v + i), reinterpret_cast<Bf16Cvt*>(hw + i));
-      Io<Bf16Cvt>::Stream(d, hn::LoadU(d, v + i + N), reinterpret_cast<Bf16Cvt*>(hw + i + N));
-    }
-    for (; i < n; i += N) StoreTail(d, hn::LoadU(d, v + i), reinterpret_cast<Bf16Cvt*>(hw + i), n - i < N ? n - i : N);
-  });
+  using H = Io<Bf16Cvt>;
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    H::Store(d, hn::LoadU(d, v + i), reinterpret_cast<Bf16Cvt*>(hw + i));
+    H::Stream(d, hn::LoadU(d, v + i + N), reinterpret_cast<Bf16Cvt*>(hw + i + N));
+    H::Stream(d, hn::LoadU(d, v + i + 2 * N), reinterpret_cast<Bf16Cvt*>(hw + i + 2 * N));
+    H::Store(d, hn::LoadU(d, v + i + 3 * N), reinterpret_cast<Bf16Cvt*>(hw + i + 3 * N));
+    H::Store2(d, hn::LoadU(d, v + i), hn::LoadU(d, v + i + N), reinterpret_cast<Bf16Cvt*>(hw2 + i));
+    H::Stream2(d, hn::LoadU(d, v + i + 2 * N), hn::LoadU(d, v + i + 3 * N), reinterpret_cast<Bf16Cvt*>(hw2 + i + 2 * N));
+  }
+  for (; i < n; i += N) {
+    StoreTail(d, hn::LoadU(d, v + i), reinterpret_cast<Bf16Cvt*>(hw + i), n - i < N ? n - i : N);
+    StoreTail(d, hn::LoadU(d, v + i), reinterpret_cast<Bf16Cvt*>(hw2 + i), n - i < N ? n - i : N);
+  }
   hwy::FlushStream();
-  for (size_t i = 0; i < n; i += N)
+  for (i = 0; i < n; i += N)
     StoreTail(d, hn::LoadU(d, v + i), reinterpret_cast<core::bf16_bits*>(sw + i), n - i < N ? n - i : N);
-  WithBf16Cvt([&] {
-    for (size_t i = 0; i + N <= n; i += N)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(raw + i), RawCvt(hn::LoadU(d, v + i).raw));
-  });
+  for (i = 0; i + N <= n; i += N)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(raw + i), RawCvt(hn::LoadU(d, v + i).raw));
   return true;
 #else
-  (void)v, (void)n, (void)hw, (void)sw, (void)raw;
+  (void)v, (void)n, (void)hw, (void)hw2, (void)sw, (void)raw;
   return false;
 #endif
 }
@@ -85,6 +90,7 @@ bool check(const std::vector<uint32_t>& bits, const char* what, size_t* flushed 
   std::vector<float> v(n);
   std::vector<uint16_t> want(n), sw(n), raw(n);
   const hwy::AlignedFreeUniquePtr<uint16_t[]> hw = hwy::AllocateAligned<uint16_t>(n);
+  const hwy::AlignedFreeUniquePtr<uint16_t[]> hw2 = hwy::AllocateAligned<uint16_t>(n);
   for (size_t k = 0; k < n; ++k) {
     v[k] = core::float_of(bits[k]);
     want[k] = core::f32_to_bf16(v[k]);
@@ -95,14 +101,14 @@ bool check(const std::vector<uint32_t>& bits, const char* what, size_t* flushed 
     SCOPED_TRACE(std::string(hwy::TargetName(target)) + ", " + what);
     // Lengths off the vector width: the tail goes through StoreTail.
     for (size_t len : {n, n - 5}) {
-      if (!HWY_DYNAMIC_DISPATCH(StoreBoth)(v.data(), len, hw.get(), sw.data(), raw.data())) break;
+      if (!HWY_DYNAMIC_DISPATCH(StoreBoth)(v.data(), len, hw.get(), hw2.get(), sw.data(), raw.data())) break;
       ran = true;
       size_t bad = 0;
       for (size_t k = 0; k < len && bad < 5; ++k) {
-        if (hw[k] != sw[k] || sw[k] != want[k]) {
+        if (hw[k] != sw[k] || hw2[k] != sw[k] || sw[k] != want[k]) {
           ++bad;
-          ADD_FAILURE() << "bits 0x" << std::hex << bits[k] << ": hardware 0x" << hw[k] << ", software 0x" << sw[k]
-                        << ", f32_to_bf16 0x" << want[k];
+          ADD_FAILURE() << "bits 0x" << std::hex << bits[k] << ": hardware 0x" << hw[k] << ", by pairs 0x" << hw2[k]
+                        << ", software 0x" << sw[k] << ", f32_to_bf16 0x" << want[k];
         }
         // Where the instruction alone differs, the fix-up must take the vector (a denormal).
         if (len == n && raw[k] != sw[k] && flushed) ++*flushed;

@@ -1,8 +1,11 @@
 // bf16 stores in one instruction where the CPU has AVX512_BF16 (VCVTNEPS2BF16, round to nearest
 // even), bit for bit the software Io<core::bf16_bits>::Round, so that results never depend on
-// the CPU. Highway 1.0.3's AVX3 targets do not imply AVX512_BF16: it is detected at run time
-// and the kernels that use it are compiled for it (WithBf16Cvt), chosen at the kernel's entry
-// (WithStoreType), never per vector. Per target (Highway's -inl.h pattern).
+// the CPU. Highway 1.0.3's AVX3 targets do not imply AVX512_BF16: it is detected at run time,
+// and the kernel that uses it is chosen at the kernel's entry (WithStoreType), never per vector.
+// The conversions are inline asm, not intrinsics: an intrinsic needs the avx512bf16 target on
+// every function it is inlined into, and GCC left Round2 out of line in most kernels (a call
+// per pair of vectors, the caller's zmm registers saved around it; bench/RESULTS.md).
+// Per target (Highway's -inl.h pattern).
 
 // Per-target include guard (see hwy/examples/skeleton-inl.h).
 #if defined(ONORM_CPU_BF16_CVT_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -18,8 +21,8 @@
 #include "scalar_rows.hpp"
 #include "simd_io-inl.h"
 
-// GCC only (the compiler this is built and tested with): the function-level target below adds
-// to Highway's target pragma there.
+// GCC only (the compiler this is built and tested with, with binutils that know the
+// instructions).
 #undef ONORM_SIMD_BF16_CVT
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && HWY_COMPILER_GCC_ACTUAL >= 1000 && \
     !HWY_COMPILER_CLANG
@@ -35,8 +38,6 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 #if ONORM_SIMD_BF16_CVT
-
-#define ONORM_BF16_CVT_ATTR __attribute__((target("avx512bf16")))
 
 inline bool HasBf16Cvt() {
   static const bool has = __builtin_cpu_supports("avx512bf16");
@@ -58,13 +59,14 @@ struct Io<Bf16Cvt> {
   // NaN quiet keeping its high payload bits (as Soft::Round does) and flushes denormal inputs
   // to zero (Soft::Round rounds them): a vector holding one takes Soft::Round. The common
   // case costs one test (exponent 0: zeros or denormals), the mantissa test only follows it.
-  // Not HWY_INLINE: GCC inlines it only into code compiled for AVX512_BF16 (WithBf16Cvt).
-  static ONORM_BF16_CVT_ATTR inline hn::Vec<D16> Round(DF d, VF v) {
+  static HWY_INLINE hn::Vec<D16> Round(DF d, VF v) {
     const __m512i u = _mm512_castps_si512(v.raw);
     const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
     if (HWY_UNLIKELY(exp0 != 0) && _mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff)) != 0)
       return Soft::Round(d, v);
-    return hn::Vec<D16>{(__m256i)_mm512_cvtneps_pbh(v.raw)};
+    __m256i r;
+    asm("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v.raw));
+    return hn::Vec<D16>{r};
   }
   static HWY_INLINE void Store(DF d, VF v, Bf16Cvt* p) { hn::StoreU(Round(d, v), D16(), reinterpret_cast<uint16_t*>(p)); }
   static HWY_INLINE void Stream(DF d, VF v, Bf16Cvt* p) {
@@ -73,8 +75,9 @@ struct Io<Bf16Cvt> {
   // Two vectors in one VCVTNE2PS2BF16 (a's elements first). A zero word in its result is a
   // zero or a denormal it flushed: only then are the inputs tested for denormals, which
   // Soft::Round rounds instead.
-  static ONORM_BF16_CVT_ATTR inline __m512i Round2(DF d, VF a, VF b) {
-    const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(b.raw, a.raw);
+  static HWY_INLINE __m512i Round2(DF d, VF a, VF b) {
+    __m512i r;  // AT&T order: the low half's source first
+    asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(b.raw), "v"(a.raw));
     if (HWY_UNLIKELY(_mm512_testn_epi16_mask(r, _mm512_set1_epi16(0x7fff)) != 0) &&
         (HasDenormal(a.raw) || HasDenormal(b.raw))) {
       const __m256i ra = Soft::Round(d, a).raw, rb = Soft::Round(d, b).raw;
@@ -110,13 +113,12 @@ struct Io<Bf16Cvt> {
   }
 };
 
-// f() compiled for AVX512_BF16: flatten inlines all of f's kernel here, Io<Bf16Cvt>::Round too.
+// f() with all of its kernel inlined here (flatten).
 template <class F>
-ONORM_BF16_CVT_ATTR HWY_FLATTEN void WithBf16Cvt(const F& f) {
+HWY_FLATTEN void WithBf16Cvt(const F& f) {
   f();
 }
 
-#undef ONORM_BF16_CVT_ATTR
 #endif  // ONORM_SIMD_BF16_CVT
 
 // f(TypeTag<Out>{}); for bf16 on a CPU with AVX512_BF16, f(TypeTag<Bf16Cvt>{}) instead.
