@@ -1,5 +1,6 @@
 // The SIMD kernels' two exps of non-positive arguments (backends/cpu/simd_math-inl.h: ExpNonPos
-// for f32 outputs; simd_exp16-inl.h: ExpNonPosFor16BitOutput) against std::exp in double, on
+// for f32 outputs; simd_exp16-inl.h: ExpNonPosFor16BitOutput) and the exp of any argument
+// (SimdMath::exp_any: log-softmax backward's exp of y) against std::exp in double, on
 // every Highway target this machine runs: every 61st float from 0 down to -104 (every residue of
 // the low mantissa bits; all exponents), the exact ends (0, -inf, NaN, the cut to 0), and the
 // arguments where y = x log2(e) crosses an integer (f near 0 and near 1). The 16-bit exp's
@@ -17,18 +18,30 @@
 #include "hwy/highway.h"
 #include "simd_math-inl.h"
 
+// Which exp ExpOf takes (once, outside the per-target part).
+#ifndef ONORM_SIMD_EXP_TEST_KINDS
+#define ONORM_SIMD_EXP_TEST_KINDS
+namespace onorm {
+namespace cpu {
+enum ExpKind { kF32Exp, k16BitExp, kAnyExp };
+}  // namespace cpu
+}  // namespace onorm
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace onorm {
 namespace cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// out[i] = exp(in[i]) by the f32 (k16 false) or the 16-bit exp; n a multiple of the lanes.
-void ExpOf(const float* in, float* out, size_t n, bool k16) {
+// out[i] = exp(in[i]) by the exp of `kind`; n a multiple of the lanes.
+void ExpOf(const float* in, float* out, size_t n, int kind) {
   const DF d;
+  const SimdMath m{d};
   for (size_t i = 0; i < n; i += hn::Lanes(d)) {
     const VF x = hn::LoadU(d, in + i);
-    hn::StoreU(k16 ? ExpNonPosFor16BitOutput(d, x) : ExpNonPos(d, x), d, out + i);
+    hn::StoreU(kind == k16BitExp ? ExpNonPosFor16BitOutput(d, x) : kind == kF32Exp ? ExpNonPos(d, x) : m.exp_any(x),
+               d, out + i);
   }
 }
 
@@ -79,10 +92,10 @@ struct ErrorReport {
 };
 
 // The relative error of one exp over the arguments; cut: below it the result must be 0.
-ErrorReport Check(bool k16, float cut) {
+ErrorReport Check(int kind, float cut) {
   const std::vector<float> x = Arguments();
   std::vector<float> y(x.size());
-  HWY_DYNAMIC_DISPATCH(ExpOf)(x.data(), y.data(), x.size(), k16);
+  HWY_DYNAMIC_DISPATCH(ExpOf)(x.data(), y.data(), x.size(), kind);
   ErrorReport r;
   for (size_t i = 0; i < x.size(); ++i) {
     if (x[i] < cut) {
@@ -110,11 +123,11 @@ void ForEachTarget(F f) {
 }
 
 // Ends: exp(0) = 1 exactly (a row's maximum contributes exactly 1), -inf gives 0, NaN stays NaN.
-void CheckEnds(bool k16, const char* name) {
+void CheckEnds(int kind, const char* name) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   std::vector<float> x(64, -1.0f), y(64);
   x[0] = 0.0f, x[1] = -0.0f, x[2] = -inf, x[3] = nan, x[4] = -1e30f, x[5] = -std::numeric_limits<float>::max();
-  HWY_DYNAMIC_DISPATCH(ExpOf)(x.data(), y.data(), x.size(), k16);
+  HWY_DYNAMIC_DISPATCH(ExpOf)(x.data(), y.data(), x.size(), kind);
   EXPECT_EQ(y[0], 1.0f) << name;
   EXPECT_EQ(y[1], 1.0f) << name;
   EXPECT_EQ(y[2], 0.0f) << name;
@@ -125,8 +138,8 @@ void CheckEnds(bool k16, const char* name) {
 
 TEST(SimdExp, F32OutputsExpUnder3e7) {
   ForEachTarget([](const char* name) {
-    CheckEnds(false, name);
-    const ErrorReport r = Check(false, -87.3f);
+    CheckEnds(kF32Exp, name);
+    const ErrorReport r = Check(kF32Exp, -87.3f);
     EXPECT_LE(r.max_rel, 3e-7) << name << " worst at " << r.worst;
     std::printf("%-10s f32 exp: max relative error %.3g at %.9g\n", name, r.max_rel, r.worst);
   });
@@ -137,20 +150,62 @@ TEST(SimdExp, F32OutputsExpUnder3e7) {
 // rounding, |x| 2^-24, and log2(e)'s, |x| 1.4e-8), and 1e-5 overall. Below -87.3466 (exp < 0.99 2^-126) the result is 0.
 TEST(SimdExp, SixteenBitOutputsExpUnder1e5) {
   ForEachTarget([](const char* name) {
-    CheckEnds(true, name);
-    const ErrorReport r = Check(true, -87.3466f);
+    CheckEnds(k16BitExp, name);
+    const ErrorReport r = Check(k16BitExp, -87.3466f);
     EXPECT_LE(r.max_rel, 1e-5) << name << " worst at " << r.worst;
     std::printf("%-10s 16-bit exp: max relative error %.3g at %.9g, max error / (1 + |x|) %.3g\n", name, r.max_rel,
                 r.worst, r.max_rel_times);
     const std::vector<float> x = Arguments();
     std::vector<float> y(x.size());
-    HWY_DYNAMIC_DISPATCH(ExpOf)(x.data(), y.data(), x.size(), true);
+    HWY_DYNAMIC_DISPATCH(ExpOf)(x.data(), y.data(), x.size(), k16BitExp);
     for (size_t i = 0; i < x.size(); ++i) {
       const double ref = std::exp(static_cast<double>(x[i]));
       if (ref < 1.1754944e-38) continue;
       const double bound = 3.3e-6 + 7.4e-8 * std::fabs(x[i]);
       ASSERT_LE(std::fabs(y[i] - ref), bound * ref) << name << " exp(" << x[i] << ") = " << y[i];
     }
+  });
+}
+
+// exp_any: the non-positive arguments as the f32 exp, then every 61st float in (0, 89] and
+// around every y = k (k up to 128), under 3e-7 relative; +inf where exp(x) rounds past
+// FLT_MAX (and for x = +inf, 1e30, FLT_MAX); NaN stays NaN.
+TEST(SimdExp, AnyArgumentUnder3e7) {
+  ForEachTarget([](const char* name) {
+    CheckEnds(kAnyExp, name);
+    // Below -87.3 the AVX3 targets give 0 and the others hn::Exp's tiny values: only below -104
+    // must both be 0, and results under FLT_MIN are not compared.
+    const ErrorReport low = Check(kAnyExp, -104.0f);
+    EXPECT_LE(low.max_rel, 3e-7) << name << " worst at " << low.worst;
+    std::vector<float> x;
+    for (uint32_t u = 1; u <= 0x42b20000u; u += 61) x.push_back(bits_to_float(u));  // to 89
+    for (int k = 1; k <= 128; ++k) {
+      float c = static_cast<float>(k * 0.693147180559945309417);
+      for (int s = 0; s < 8; ++s) c = std::nextafter(c, 0.0f);
+      for (int s = 0; s < 17; ++s, c = std::nextafter(c, 1000.0f)) x.push_back(c);
+    }
+    const float inf = std::numeric_limits<float>::infinity();
+    for (float v : {88.7228f, 88.72284f, 88.7229f, 88.8f, 88.9f, 100.0f, 1e30f, std::numeric_limits<float>::max(), inf})
+      x.push_back(v);
+    while (x.size() % 64) x.push_back(1.0f);
+    std::vector<float> y(x.size());
+    HWY_DYNAMIC_DISPATCH(ExpOf)(x.data(), y.data(), x.size(), kAnyExp);
+    const double kOverflow = 3.4028235677973366e38;  // FLT_MAX + half an ulp: rounds to +inf
+    double max_rel = 0;
+    float worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double ref = std::exp(static_cast<double>(x[i]));
+      if (ref >= kOverflow * (1 + 3e-7)) {
+        ASSERT_EQ(y[i], inf) << name << " exp(" << x[i] << ")";
+      } else if (ref <= kOverflow * (1 - 3e-7)) {
+        ASSERT_TRUE(std::isfinite(y[i])) << name << " exp(" << x[i] << ") = " << y[i];
+        const double rel = std::fabs(y[i] - ref) / ref;
+        if (rel > max_rel) max_rel = rel, worst = x[i];
+      }
+    }
+    EXPECT_LE(max_rel, 3e-7) << name << " worst at " << worst;
+    std::printf("%-10s exp_any: max relative error %.3g at %.9g (x > 0), %.3g at %.9g (x <= 0)\n", name, max_rel,
+                worst, low.max_rel, low.worst);
   });
 }
 

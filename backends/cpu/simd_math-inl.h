@@ -21,13 +21,15 @@ namespace cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// exp(x) for x <= 0 (x = -inf included), the only range the ops ask for (x - max).
-// hwy::Exp's reduction (two-part ln 2, |r| <= ln2/2) with a degree-5 minimax polynomial for
-// 2^-r e^r - 1 (Arm's optimized-routines expf: under 2 ulp, far inside API.md's bounds; a
-// higher degree only costs multiply-adds on the ops' hottest line), and 2^n built from the
-// rounding constant with no range handling beyond the low end. Below -87.3 (where 2^n would
-// leave the normal range) it returns 0; the true value is under 1.2e-38 there. NaN stays NaN.
-HWY_INLINE VF ExpNonPos(DF d, VF x) {
+// exp(x) = p 2^n for x <= 0 (x = -inf included), the range the ops ask for (x - max), and on
+// AVX3 up to 88.8 (exp_any). hwy::Exp's reduction (two-part ln 2, |r| <= ln2/2) with a degree-5
+// minimax polynomial for 2^-r e^r - 1 (Arm's optimized-routines expf: under 2 ulp, far inside
+// API.md's bounds; a higher degree only costs multiply-adds on the ops' hottest line), and 2^n
+// built from the rounding constant with no range handling beyond the low end: below `low` the
+// result is 0. ExpNonPos cuts at -87.3, where 2^n would leave the normal range on the targets
+// without VSCALEFPS (the true value is under 1.2e-38 there); VSCALEFPS rounds subnormal
+// results, so on AVX3 any cut down to -104 holds. NaN stays NaN.
+HWY_INLINE VF ExpReduced(DF d, VF x, float low) {
   const VF kMagic = hn::Set(d, 12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
   const VF t = hn::MulAdd(x, hn::Set(d, 1.442695040888963407359924681f), kMagic);
   const VF n = hn::Sub(t, kMagic);
@@ -42,15 +44,16 @@ HWY_INLINE VF ExpNonPos(DF d, VF x) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   // VSCALEFPS is p * 2^n in one instruction, and its zero-masking is the low end's 0; the
   // unordered compare keeps NaN lanes (which then stay NaN).
-  const __mmask16 keep = _mm512_cmp_ps_mask(x.raw, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ);
+  const __mmask16 keep = _mm512_cmp_ps_mask(x.raw, _mm512_set1_ps(low), _CMP_NLT_UQ);
   return VF{_mm512_maskz_scalef_ps(keep, p.raw, n.raw)};
 #else
   const hn::RebindToSigned<DF> di;
   // t's low mantissa bits hold n (+ 2^22); (bits + 127) << 23 is the float 2^n.
   const VF scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 127))));
-  return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -87.3f)), hn::Mul(p, scale));
+  return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, low)), hn::Mul(p, scale));
 #endif
 }
+HWY_INLINE VF ExpNonPos(DF d, VF x) { return ExpReduced(d, x, -87.3f); }
 
 // The ops' element math on f32 lanes (core::ops::ScalarMath's members). Plain inline, not
 // HWY_INLINE: the ops' functions, which call these, carry no target attributes and may not
@@ -69,11 +72,20 @@ struct SimdMathT {
     if constexpr (k16BitOutput) return ExpNonPosFor16BitOutput(d, a);
     else return ExpNonPos(d, a);
   }
-  // hn::Exp takes arguments up to 104 (beyond, its integer exponent would overflow): clamped
-  // at log(FLT_MAX), past which exp is +inf.
   inline V exp_any(V a) const {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    // The reduction is exact up to n = 128 (x <= 88.8), and VSCALEFPS forms p 2^n exactly, +inf
+    // past FLT_MAX and subnormals down to 2^-149: clamped at 88.8 and cut at -104, it serves any
+    // x at under half hn::Exp's operations (log-softmax backward's exp of y; bench/RESULTS.md).
+    // Min(top, a) keeps a NaN (x86 returns the second operand when either is NaN).
+    return ExpReduced(d, hn::Min(hn::Set(d, 88.8f), a), -104.0f);
+#else
+    // hn::Exp takes arguments up to 104 (beyond, its integer exponent would overflow): clamped
+    // at log(FLT_MAX), past which exp is +inf. A NaN stays NaN.
     const V top = hn::Set(d, 88.7228394f);
-    return hn::IfThenElse(hn::Gt(a, top), hn::Inf(d), hn::Exp(d, hn::Min(a, top)));
+    const V e = hn::IfThenElse(hn::Gt(a, top), hn::Inf(d), hn::Exp(d, hn::Min(a, top)));
+    return hn::IfThenElse(hn::IsNaN(a), a, e);
+#endif
   }
   inline V nan_or_zero(V a) const { return hn::IfThenElseZero(hn::IsNaN(a), a); }
 };
