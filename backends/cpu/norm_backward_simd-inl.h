@@ -36,8 +36,12 @@ namespace hn = hwy::HWY_NAMESPACE;
 // added in double: the float sums' error stays far below the dx bound at any row length.
 constexpr size_t kBackwardSumCols = 1024;
 // Bytes of x, dy (and dresidual) of a block of rows: the block and the next one, prefetched
-// meanwhile, stay in L2. Longer rows run one at a time and prefetch ahead within their sums.
+// meanwhile, stay in L2. Longer rows prefetch ahead within their sums instead.
 constexpr size_t kBackwardBlockBytes = size_t(192) << 10;
+// Rows too long for a block still go two at a time: the float partials of their column sums
+// (cols x K floats, read and written once a block) then cost half as much per row. Four rows
+// lost where their x and dy no longer fit in L2 (bench/RESULTS.md).
+constexpr int64_t kBackwardLongRowsPerBlock = 2;
 
 bool BackwardSupports(const onorm_request& q) {
   const onorm_dtype t = q.in[0].dtype;
@@ -216,7 +220,8 @@ HWY_FLATTEN void BackwardRowsOf(const onorm_request& q, const BackwardCall& call
   const int inputs = kResidual ? 3 : 2;
   const size_t row_bytes = static_cast<size_t>(n) * sizeof(T) * static_cast<size_t>(inputs);
   const bool blocks_fit = row_bytes <= kBackwardBlockBytes;
-  const int64_t R = blocks_fit ? std::min<int64_t>(kBackwardBlockRows, static_cast<int64_t>(kBackwardBlockBytes / row_bytes)) : 1;
+  const int64_t R = blocks_fit ? std::min<int64_t>(kBackwardBlockRows, static_cast<int64_t>(kBackwardBlockBytes / row_bytes))
+                               : kBackwardLongRowsPerBlock;
   auto input = [&](int t, int64_t r) {
     return static_cast<const T*>(q.in[t].data) + r * q.in[t].row_stride;
   };
