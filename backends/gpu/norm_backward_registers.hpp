@@ -204,9 +204,10 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
   }
   if (!a.col_out[0] && !a.col_out[1]) return;
   // The block's groups in group order: group 0 stores, each next group adds, then group
-  // GPB - 1 writes the block's partial row.
+  // GPB - 1 writes the block's partial row. A group's lanes sit side by side, [k][e][lane]:
+  // [k][lane][e] had E-way bank conflicts (ncu; bench/RESULTS.md).
   if constexpr (GPB > 1) {
-    __shared__ float block_cols[K][TPR * E];
+    __shared__ float block_cols[K][E][TPR];
 #pragma unroll 1
     for (int g = 0; g < GPB; ++g) {
       if (group == g) {
@@ -214,7 +215,7 @@ __global__ void __launch_bounds__(BLOCK, (backward_min_blocks<ITEMS * Elems<T>::
         for (int e = 0; e < E; ++e)
 #pragma unroll
           for (int k = 0; k < K; ++k) {
-            float& slot = block_cols[k][lane * E + e];
+            float& slot = block_cols[k][e][lane];
             col[e][k] = g == 0 ? col[e][k] : slot + col[e][k];
             slot = col[e][k];
           }
