@@ -187,6 +187,21 @@ void HardData::backward_outliers(Op op) {
 TEST_P(HardData, SoftmaxBackwardOutliersAtBoundaries) { backward_outliers(Op::softmax_backward); }
 TEST_P(HardData, LogSoftmaxBackwardOutliersAtBoundaries) { backward_outliers(Op::log_softmax_backward); }
 
+// Log-softmax backward of any y, not only log-probabilities: y uniform in [-100, 80] (exp(y)
+// from subnormal to 5.5e34), dy N(0,1). Into every output but f16 (where exp(y) sum dy
+// overflows): the CPU's exp for 16-bit outputs (simd_exp16-inl.h) over its whole range.
+TEST_P(HardData, LogSoftmaxBackwardOfAnyY) {
+  ONORM_OPEN_WHERE_OR_SKIP(ctx, std::get<0>(GetParam()));
+  ONORM_SEEDED_RNG(rng);
+  std::uniform_real_distribution<double> u(-100.0, 80.0);
+  for (int64_t cols : widths()) {
+    auto y = [&](int64_t, int64_t) { return u(rng); };
+    auto dy = [&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); };
+    if (!sweep(ctx, Op::log_softmax_backward, std::max<int64_t>(1, 4096 / cols), cols, y, rng, 1e-5, false, false, dy))
+      return;
+  }
+}
+
 // Softmax and log-softmax into 16-bit outputs (the CPU computes their exp with a cheaper,
 // less exact polynomial there: backends/cpu/simd_exp16-inl.h) at every width, the long ones
 // too, on hard rows: wide spreads (most terms far below the max), an outlier, a large offset,

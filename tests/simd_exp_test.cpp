@@ -1,6 +1,7 @@
 // The SIMD kernels' two exps of non-positive arguments (backends/cpu/simd_math-inl.h: ExpNonPos
 // for f32 outputs; simd_exp16-inl.h: ExpNonPosFor16BitOutput) and the exp of any argument
-// (SimdMath::exp_any: log-softmax backward's exp of y) against std::exp in double, on
+// (SimdMath::exp_any: log-softmax backward's exp of y; SimdMathT<true>::exp_any: the same into a
+// 16-bit dx, ExpAnyFor16BitOutput on AVX3) against std::exp in double, on
 // every Highway target this machine runs: every 61st float from 0 down to -104 (every residue of
 // the low mantissa bits; all exponents), the exact ends (0, -inf, NaN, the cut to 0), and the
 // arguments where y = x log2(e) crosses an integer (f near 0 and near 1). The 16-bit exp's
@@ -23,7 +24,7 @@
 #define ONORM_SIMD_EXP_TEST_KINDS
 namespace onorm {
 namespace cpu {
-enum ExpKind { kF32Exp, k16BitExp, kAnyExp };
+enum ExpKind { kF32Exp, k16BitExp, kAnyExp, kAnyExp16 };
 }  // namespace cpu
 }  // namespace onorm
 #endif
@@ -38,9 +39,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 void ExpOf(const float* in, float* out, size_t n, int kind) {
   const DF d;
   const SimdMath m{d};
+  const SimdMathT<true> m16{d};
   for (size_t i = 0; i < n; i += hn::Lanes(d)) {
     const VF x = hn::LoadU(d, in + i);
-    hn::StoreU(kind == k16BitExp ? ExpNonPosFor16BitOutput(d, x) : kind == kF32Exp ? ExpNonPos(d, x) : m.exp_any(x),
+    hn::StoreU(kind == k16BitExp   ? ExpNonPosFor16BitOutput(d, x)
+               : kind == kF32Exp   ? ExpNonPos(d, x)
+               : kind == kAnyExp16 ? m16.exp_any(x)
+                                   : m.exp_any(x),
                d, out + i);
   }
 }
@@ -206,6 +211,54 @@ TEST(SimdExp, AnyArgumentUnder3e7) {
     EXPECT_LE(max_rel, 3e-7) << name << " worst at " << worst;
     std::printf("%-10s exp_any: max relative error %.3g at %.9g (x > 0), %.3g at %.9g (x <= 0)\n", name, max_rel,
                 worst, low.max_rel, low.worst);
+  });
+}
+
+// exp_any for 16-bit outputs (log-softmax backward into a bf16 or f16 dx): on AVX3 the 16-bit
+// exp clamped at 88.8 and cut at y = -150, within simd_exp16-inl.h's 3.3e-6 + 7.4e-8 |x| (so
+// under 1e-5) over [-104, 89], subnormal results within that plus 2^-149; +inf where exp(x) is
+// past FLT_MAX by more than that error, NaN kept. The other targets take the f32 exp_any, which
+// meets the same bounds.
+TEST(SimdExp, AnyArgumentFor16BitOutputs) {
+  ForEachTarget([](const char* name) {
+    CheckEnds(kAnyExp16, name);
+    const ErrorReport low = Check(kAnyExp16, -104.0f);
+    EXPECT_LE(low.max_rel, 1e-5) << name << " worst at " << low.worst;
+    std::vector<float> x = Arguments();
+    for (uint32_t u = 1; u <= 0x42b20000u; u += 61) x.push_back(bits_to_float(u));  // (0, 89]
+    for (int k = 1; k <= 128; ++k) {
+      float c = static_cast<float>(k * 0.693147180559945309417);
+      for (int s = 0; s < 8; ++s) c = std::nextafter(c, 0.0f);
+      for (int s = 0; s < 17; ++s, c = std::nextafter(c, 1000.0f)) x.push_back(c);
+    }
+    for (float v = -103.9f; v < -87.0f; v += 0.0371f) x.push_back(v);  // subnormal results
+    const float inf = std::numeric_limits<float>::infinity();
+    for (float v : {88.7228f, 88.72284f, 88.7229f, 88.8f, 88.9f, 100.0f, 1e30f, std::numeric_limits<float>::max(), inf})
+      x.push_back(v);
+    while (x.size() % 64) x.push_back(1.0f);
+    std::vector<float> y(x.size());
+    HWY_DYNAMIC_DISPATCH(ExpOf)(x.data(), y.data(), x.size(), kAnyExp16);
+    const double kOverflow = 3.4028235677973366e38;  // FLT_MAX + half an ulp: rounds to +inf
+    const double kMinNormal = 1.1754943508222875e-38, kMinSub = 1.401298464324817e-45;
+    double max_rel = 0;
+    float worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double ref = std::exp(static_cast<double>(x[i]));
+      const double bound = 3.3e-6 + 7.4e-8 * std::fabs(x[i]);
+      if (ref >= kOverflow * (1 + bound)) {
+        ASSERT_EQ(y[i], inf) << name << " exp(" << x[i] << ")";
+      } else if (ref <= kOverflow * (1 - bound)) {
+        ASSERT_TRUE(std::isfinite(y[i])) << name << " exp(" << x[i] << ") = " << y[i];
+        if (ref < kMinNormal) {
+          ASSERT_LE(std::fabs(y[i] - ref), bound * ref + kMinSub) << name << " exp(" << x[i] << ") = " << y[i];
+          continue;
+        }
+        const double rel = std::fabs(y[i] - ref) / ref;
+        ASSERT_LE(rel, bound) << name << " exp(" << x[i] << ") = " << y[i];
+        if (rel > max_rel) max_rel = rel, worst = x[i];
+      }
+    }
+    std::printf("%-10s exp_any, 16-bit outputs: max relative error %.3g at %.9g\n", name, max_rel, worst);
   });
 }
 

@@ -38,8 +38,11 @@ namespace cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// exp(x) for x <= 0 (-inf: 0; NaN stays NaN), relative error under 1e-5 (see above).
-HWY_INLINE VF ExpNonPosFor16BitOutput(DF d, VF x) {
+// exp(x) from y = x log2(e) >= y_low (below: 0), relative error 3.3e-6 + 7.4e-8 |x| (see above);
+// NaN stays NaN. AVX3 forms p 2^floor(y) by VSCALEFPS, exactly, subnormal results (y_low < -126)
+// and +inf past FLT_MAX included; the other targets build 2^n from its exponent bits, for
+// y_low = -126 and y < 128 only.
+HWY_INLINE VF ExpFor16BitOutputAbove(DF d, VF x, float y_low) {
   const VF y = hn::Mul(x, hn::Set(d, 1.442695040888963407359924681f));
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   // y - floor(y), exact (-inf and -huge give 0, NaN stays NaN).
@@ -55,16 +58,32 @@ HWY_INLINE VF ExpNonPosFor16BitOutput(DF d, VF x) {
   const VF p = hn::MulAdd(q, f, hn::Set(d, 1.0f));
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   // p 2^floor(y) in one instruction; the unordered compare keeps NaN lanes.
-  const __mmask16 keep = _mm512_cmp_ps_mask(y.raw, _mm512_set1_ps(-126.0f), _CMP_NLT_UQ);
+  const __mmask16 keep = _mm512_cmp_ps_mask(y.raw, _mm512_set1_ps(y_low), _CMP_NLT_UQ);
   return VF{_mm512_maskz_scalef_ps(keep, p.raw, y.raw)};
 #else
   const hn::RebindToSigned<DF> di;
-  const VF low = hn::Set(d, -126.0f);
+  const VF low = hn::Set(d, y_low);
   // 2^n from its exponent bits (n >= -126 where it is used).
   const VF scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, hn::Max(n, low)), hn::Set(di, 127))));
   return hn::IfThenZeroElse(hn::Lt(y, low), hn::Mul(p, scale));
 #endif
 }
+
+// exp(x) for x <= 0 (-inf: 0; NaN stays NaN), relative error under 1e-5 (see above); 0 below
+// -87.34, where a subnormal result would cost a microcode assist a vector.
+HWY_INLINE VF ExpNonPosFor16BitOutput(DF d, VF x) { return ExpFor16BitOutputAbove(d, x, -126.0f); }
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// exp(x) of any x (log-softmax backward's exp of y into a 16-bit dx), 8 operations a vector
+// against the f32 exp_any's 13: clamped at 88.8 (+inf beyond, as exp(88.8) is past FLT_MAX; a
+// NaN is kept: x86's minimum returns the second operand) and cut at y = -150 (exp(x) < 2^-150
+// rounds to 0). Relative error 3.3e-6 + 7.4e-8 |x|: under 1e-5 up to the overflow, where
+// API.md's log-softmax backward bound is 1e-5 of exp(y_j) sum |dy_k| plus a unit of the 16-bit
+// dx; below -87.34 the results are subnormal, their error under 2^-149 absolute.
+HWY_INLINE VF ExpAnyFor16BitOutput(DF d, VF x) {
+  return ExpFor16BitOutputAbove(d, hn::Min(hn::Set(d, 88.8f), x), -150.0f);
+}
+#endif
 
 }  // namespace HWY_NAMESPACE
 }  // namespace cpu

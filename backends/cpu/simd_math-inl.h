@@ -58,7 +58,8 @@ HWY_INLINE VF ExpNonPos(DF d, VF x) { return ExpReduced(d, x, -87.3f); }
 // The ops' element math on f32 lanes (core::ops::ScalarMath's members). Plain inline, not
 // HWY_INLINE: the ops' functions, which call these, carry no target attributes and may not
 // force-inline target code (row_drivers-inl.h flattens both into the target's drivers).
-// k16BitOutput: results are stored as 16-bit floats, and exp is ExpNonPosFor16BitOutput.
+// k16BitOutput: results are stored as 16-bit floats, and exp is ExpNonPosFor16BitOutput (and
+// exp_any, on AVX3, ExpAnyFor16BitOutput).
 template <bool k16BitOutput>
 struct SimdMathT {
   using V = VF;
@@ -74,6 +75,7 @@ struct SimdMathT {
   }
   inline V exp_any(V a) const {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    if constexpr (k16BitOutput) return ExpAnyFor16BitOutput(d, a);
     // The reduction is exact up to n = 128 (x <= 88.8), and VSCALEFPS forms p 2^n exactly, +inf
     // past FLT_MAX and subnormals down to 2^-149: clamped at 88.8 and cut at -104, it serves any
     // x at under half hn::Exp's operations (log-softmax backward's exp of y; bench/RESULTS.md).
