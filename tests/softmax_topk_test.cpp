@@ -166,6 +166,40 @@ TEST_P(SoftmaxTopk, LateEntriesAtEveryLane) {
   }
 }
 
+// Short rows, which the CPU selects from candidates (the columns whose key reaches the k-th
+// largest of its lanes' maxima: simd_topk_candidates): every k from 1 to 17 (the lane counts 8
+// and 16 and one past), widths around them and past, every dtype; rows of the mixed kinds, rows
+// whose largest values all sit in one lane (the other lanes' maxima low), rows of two values
+// (ties at the threshold), and a NaN or -0 in one lane.
+TEST_P(SoftmaxTopk, ShortRowsEveryK) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  ONORM_SEEDED_RNG(rng);
+  const bool gpu = is_gpu(GetParam());
+  for (const int64_t cols : {int64_t{1}, int64_t{5}, int64_t{16}, int64_t{17}, int64_t{33}, int64_t{100}, int64_t{256}})
+    for (int64_t k = 1; k <= std::min<int64_t>(17, cols); ++k) {
+      Problem p;
+      p.rows = 10;
+      p.cols = cols;
+      p.k = k;
+      p.xt = io_dtypes()[rng() % 3];
+      p.vt = io_dtypes()[rng() % 3];
+      p.renormalize = rng() % 4 == 0;
+      SCOPED_TRACE(describe(p));
+      const Gen mixed = mixed_rows(rng, true);
+      auto eng = std::make_shared<std::mt19937_64>(rng());
+      const int64_t lane = static_cast<int64_t>(rng() % 16);
+      Call c(ctx, p, [mixed, eng, lane](int64_t r, int64_t col) {
+        if (r < 6) return mixed(r, col);
+        if (r == 6) return col % 16 == lane ? 10.0 + double(col) : cheap_normal(*eng, 0.0, 1.0);
+        if (r == 7) return (*eng)() % 8 == 0 ? 1.0 : 0.0;
+        if (r == 8) return col % 16 == lane ? kNaN : cheap_normal(*eng, 0.0, 1.0);
+        return col % 16 == lane ? -0.0 : col % 3 == 0 ? 0.0 : -1.0;
+      });
+      c.run(ctx, gpu);
+      if (HasFailure()) return;
+    }
+}
+
 // The fixed k of the contract on one width: 1, 64, 1024, cols (above 1024: UNSUPPORTED allowed on
 // GPUs only), renormalized or not, every dtype pair.
 TEST_P(SoftmaxTopk, NamedK) {

@@ -1,6 +1,6 @@
-// Softmax top-k's scan in SIMD (simd_find_beating): where the next column that can enter a
-// row's k first lies, compiled once per Highway target in a translation unit of its own
-// (kernels.cpp says how the tables work).
+// Softmax top-k's scans in SIMD: where the next column that can enter a row's k first lies
+// (simd_find_beating), and a short row's candidates (simd_topk_candidates); compiled once per
+// Highway target in a translation unit of its own (kernels.cpp says how the tables work).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels_select.cpp"  // this file, found through the include path
 #include "hwy/foreach_target.h"                  // IWYU pragma: keep
@@ -10,6 +10,7 @@
 #include "dispatch-inl.h"
 #include "hwy/highway.h"
 #include "kernels.hpp"
+#include "onlinenorm/core/ops/softmax_topk.hpp"
 #include "simd_io-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -43,6 +44,77 @@ int64_t FindBeatingT(const T* x, int64_t from, int64_t cols, float bar) {
   return cols;
 }
 
+using DU = hn::RebindToUnsigned<DF>;
+using VU = hn::Vec<DU>;
+
+// SoftmaxTopk::key of every lane: the value's bits with the sign's order folded in (-0 as +0,
+// a NaN the largest key).
+HWY_INLINE VU TopkKeys(DF d, VF v) {
+  const DU du;
+  const VU u = hn::IfThenZeroElse(hn::RebindMask(du, hn::Eq(v, hn::Zero(d))), hn::BitCast(du, v));
+  const VU flip = hn::Or(hn::BitCast(du, hn::ShiftRight<31>(hn::BitCast(hn::RebindToSigned<DU>(), u))),
+                         hn::Set(du, 0x80000000u));
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Set(du, 0xffffffffu), hn::Xor(u, flip));
+}
+
+// The columns of x that can be among its k first (k <= the lanes), in column order, into out
+// (room for cols); returns how many. Lane l's maximum key over columns l, l + N, ... is a
+// distinct column for each lane, so k columns have a key at least the k-th largest of the N
+// maxima, K0: a column whose key is below K0 has k columns before it in the selection order.
+// The candidates are the columns with key >= K0.
+template <typename T>
+int64_t TopkCandidatesT(const T* x, int64_t cols, int64_t k, int32_t* out) {
+  const DF d;
+  const DU du;
+  const hn::RebindToSigned<DU> di;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t whole = cols / N * N;
+  const size_t tail = static_cast<size_t>(cols - whole);
+  const auto keys_at = [&](int64_t j) {
+    if (j < whole) return TopkKeys(d, Io<T>::Load(d, x + j));
+    // Past the row: key 0, below every column's (the lanes' maxima of columns that exist are
+    // then unchanged; a lane with none holds 0, which prunes nothing).
+    return hn::IfThenElseZero(hn::FirstN(du, tail), TopkKeys(d, LoadTail(d, x + j, tail, 0.0f)));
+  };
+  VU m0 = hn::Zero(du), m1 = m0;
+  int64_t j = 0;
+  for (; j + 2 * N <= whole; j += 2 * N) {
+    m0 = hn::Max(m0, keys_at(j));
+    m1 = hn::Max(m1, keys_at(j + N));
+  }
+  for (; j < cols; j += N) m0 = hn::Max(m0, keys_at(j));
+  m0 = hn::Max(m0, m1);
+  // K0, the k-th largest maximum: the least of those with fewer than k larger ones. above[i]
+  // counts the maxima above lane i's, a lane at a time (std::nth_element took twice the time
+  // of the rest of the selection).
+  HWY_ALIGN uint32_t maxima[hn::MaxLanes(du)];
+  hn::Store(m0, du, maxima);
+  VU above = hn::Zero(du);
+  for (int64_t l = 0; l < N; ++l)
+    above = hn::Add(above, hn::IfThenElseZero(hn::Lt(m0, hn::Set(du, maxima[l])), hn::Set(du, 1u)));
+  const auto top = hn::Lt(above, hn::Set(du, static_cast<uint32_t>(k)));
+  const VU bar = hn::MinOfLanes(du, hn::IfThenElse(top, m0, hn::Set(du, 0xffffffffu)));
+  int64_t n = 0;
+  const auto lanes = hn::Iota(di, 0);
+  for (j = 0; j < cols; j += N) {
+    const auto keep = hn::RebindMask(di, hn::Not(hn::Lt(keys_at(j), bar)));
+    n += static_cast<int64_t>(hn::CompressBlendedStore(hn::Add(lanes, hn::Set(di, static_cast<int32_t>(j))), keep, di, out + n));
+  }
+  return n;
+}
+
+// The same for a row of dtype t; -1 where this target has no SIMD loads of t or k is more
+// than its lanes.
+int64_t TopkCandidates(const void* x, onorm_dtype t, int64_t cols, int64_t k, int32_t* out) {
+  int64_t n = -1;
+  if (k > static_cast<int64_t>(hn::Lanes(DF()))) return n;
+  WithSimdType(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    n = TopkCandidatesT(static_cast<const T*>(x), cols, k, out);
+  });
+  return n;
+}
+
 // The same for a row of dtype t; -1 where this target has no SIMD loads of t.
 int64_t FindBeating(const void* x, onorm_dtype t, int64_t from, int64_t cols, float bar) {
   int64_t found = -1;
@@ -63,6 +135,11 @@ namespace onorm {
 namespace cpu {
 
 HWY_EXPORT(FindBeating);
+HWY_EXPORT(TopkCandidates);
+
+int64_t simd_topk_candidates(size_t t, const void* x, onorm_dtype dt, int64_t cols, int64_t k, int32_t* out) {
+  return HWY_DISPATCH_TABLE(TopkCandidates)[t](x, dt, cols, k, out);
+}
 
 int64_t simd_find_beating(size_t t, const void* x, onorm_dtype dt, int64_t from, int64_t cols, float bar) {
   return HWY_DISPATCH_TABLE(FindBeating)[t](x, dt, from, cols, bar);

@@ -53,6 +53,21 @@ class FirstKScan {
  public:
   FirstKScan(size_t target, onorm_dtype dt, const In* x, int64_t k, const Entry* entries, Keep& keep)
       : target_(target), dt_(dt), x_(x), k_(k), entries_(entries), keep_(keep) {}
+  // The same over the candidate columns c[0, n) (in column order; simd_topk_candidates) that
+  // lie in [b, e): the columns between them cannot enter. Returns how many it took.
+  int64_t scan_candidates(const int32_t* c, int64_t n, int64_t e) {
+    int64_t i = 0;
+    for (; i < n && c[i] < e && !ended_; ++i) {
+      const int64_t j = c[i];
+      const float v = load_as<float>(x_, j);
+      if (barred_ && v <= bar_) continue;
+      if (!keep_(Entry{SoftmaxTopk::key(v), j})) continue;
+      if (entries_[k_ - 1].first == SoftmaxTopk::key(std::nanf(""))) ended_ = true;
+      bar_ = load_as<float>(x_, entries_[k_ - 1].second);
+      barred_ = true;
+    }
+    return i;
+  }
   void scan(int64_t j, int64_t end) {
     for (; j < end && !ended_; ++j) {
       if (barred_ && (j = find_beating(target_, dt_, x_, j, end, bar_)) == end) return;
@@ -118,7 +133,12 @@ class SortedFirstK {
   int64_t k_, n_ = 0;
 };
 
-void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries) {
+// Rows up to this long select from their candidates (simd_topk_candidates) rather than by the
+// scan: their entries come a few columns apart, and each restart of the scan cost more than
+// the columns it skipped (bench/RESULTS.md).
+constexpr int64_t kCandidateMaxCols = 4096;
+
+void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries, int32_t* candidates) {
   const int64_t cols = q.in[0].cols, k = q.k;
   const onorm_dtype xt = q.in[0].dtype;
   const void* x = row_of(q.in[0], r);
@@ -126,16 +146,24 @@ void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries) {
   const onorm_request s = softmax_row_request(q, r, &placeholder);
 
   // The selection scans each chunk of the row right after the statistics' pass has read it.
+  const int64_t nc = candidates ? simd_topk_candidates(target, x, xt, cols, k, candidates) : -1;
   core::MaxSum<double> ms;
   with_dtype(xt, [&](auto tag) {
     using In = typename decltype(tag)::type;
     const auto select = [&](auto&& keeper) {
       FirstKScan<In, std::remove_reference_t<decltype(keeper)>> first_k(target, xt, static_cast<const In*>(x), k, entries,
                                                                          keeper);
+      const int32_t* c = candidates;
+      int64_t left = nc;
+      const auto chunk = [&](int64_t b, int64_t e) {
+        if (left < 0) return first_k.scan(b, e);
+        const int64_t used = first_k.scan_candidates(c, left, e);
+        c += used, left -= used;
+      };
       if (q.renormalize) {
-        first_k.scan(0, cols);
+        chunk(0, cols);
       } else {
-        ms = softmax_row_state(target, s, simd_supports(target, s), [&](int64_t b, int64_t e) { first_k.scan(b, e); });
+        ms = softmax_row_state(target, s, simd_supports(target, s), chunk);
       }
       keeper.finish();
     };
@@ -168,11 +196,15 @@ void softmax_topk_run(size_t target, const onorm_request& q, int threads) {
   const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
   const size_t kept = static_cast<size_t>(kept_entries(cols, q.k));
   std::unique_ptr<Entry[]> scratch(new Entry[kept * static_cast<size_t>(nt)]);
+  const size_t room = cols <= kCandidateMaxCols ? static_cast<size_t>(cols) : 0;
+  std::unique_ptr<int32_t[]> candidates(room ? new int32_t[room * static_cast<size_t>(nt)] : nullptr);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
     const int64_t r0 = rows * t / n, r1 = rows * (t + 1) / n;
-    for (int64_t r = r0; r < r1; ++r) run_row(target, q, r, scratch.get() + kept * static_cast<size_t>(t));
+    for (int64_t r = r0; r < r1; ++r)
+      run_row(target, q, r, scratch.get() + kept * static_cast<size_t>(t),
+              room ? candidates.get() + room * static_cast<size_t>(t) : nullptr);
   }
 }
 
