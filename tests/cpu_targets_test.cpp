@@ -101,7 +101,9 @@ void check_target(const std::string& target) {
 // residual) into residual_out (the reference checks it bit for bit) or scratch, and RMSNorm and
 // LayerNorm of the rounded h, in every dtype the add vectorizes: widths below a vector, with a
 // tail, a group of short rows and one left over, whole chunks, and rows of several chunks with
-// outliers on both sides of every chunk boundary.
+// outliers on both sides of every chunk boundary; 16-bit x into f32 y with Gemma's offset too
+// (the widened rows, whose add needs the target's SIMD loads of x's dtype: f16 on SSE4 and
+// SCALAR has none, and the add wrote nothing there).
 void check_residual(const std::string& target) {
   SCOPED_TRACE("ONLINENORM_CPU_TARGET=" + target);
   EnvTarget env(target);
@@ -112,12 +114,19 @@ void check_residual(const std::string& target) {
     for (int64_t cols : {int64_t(1), int64_t(7), int64_t(33), int64_t(1024), int64_t(1025), kChunkCols,
                          kChunkCols + 1, 4 * kChunkCols + 1})
       for (const bool layer : {false, true})
-        for (const bool residual_out : {true, false}) {
-          SCOPED_TRACE(std::string(dtype_name(dt)) + " x " + std::to_string(cols) +
+        for (const bool residual_out : {true, false})
+        for (const bool widened : {false, true}) {  // 16-bit x into f32 y: the widened rows
+          if (widened && dt == ONORM_F32) continue;
+          const onorm_dtype yt = widened ? ONORM_F32 : dt;
+          SCOPED_TRACE(std::string(dtype_name(dt)) + " x " + std::to_string(cols) + " y " + dtype_name(yt) +
                        (layer ? " LayerNorm" : " RMSNorm") + (residual_out ? " with residual_out" : " without"));
           const int64_t rows = 5;
-          Tensor x(ctx, dt, rows, cols, cols + 1), r(ctx, dt, rows, cols, cols + 3), h(ctx, dt, rows, cols, cols + 2),
-              y(ctx, dt, rows, cols, cols + 1), g(ctx, dt, 1, cols), b(ctx, dt, 1, cols);
+          // Odd strides (rows off any alignment), and for the widened rows strides of whole
+          // 16-byte steps, which their SIMD add takes.
+          const int64_t pad = widened ? 8 : 1;
+          Tensor x(ctx, dt, rows, cols, cols + pad), r(ctx, dt, rows, cols, cols + 3 * pad),
+              h(ctx, dt, rows, cols, cols + 2 * pad), y(ctx, yt, rows, cols, cols + pad), g(ctx, dt, 1, cols),
+              b(ctx, dt, 1, cols);
           const auto at_boundary = [&](int64_t c) {
             return c > 0 && (c % kChunkCols == 0 || c % kChunkCols == kChunkCols - 1);
           };
@@ -133,6 +142,7 @@ void check_residual(const std::string& target) {
           a.param_dtype = dt;
           a.residual = &rr;
           if (residual_out) a.residual_out = &hr;
+          a.weight_offset = widened ? 1.0 : 0.0;  // Gemma's offset: the widened rows fold it in
           ASSERT_EQ(onorm_norm(ctx, &xr, &a, &yr), ONORM_OK) << onorm_last_error();
           y.download();
           h.download();
@@ -144,6 +154,7 @@ void check_residual(const std::string& target) {
           spec.gamma = g.host();
           if (layer) spec.beta = b.host();
           spec.param_dtype = dt;
+          spec.weight_offset = a.weight_offset;
           spec.eps = a.eps;
           spec.h_dtype = dt;
           const onorm_rows h_host = h.host_rows();

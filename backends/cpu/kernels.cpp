@@ -27,6 +27,9 @@ bool SimdSupports(const onorm_request& q) {
   return SimdType(q.in[0].dtype) && SimdType(q.out[0].dtype);
 }
 
+// Whether this target's kernels load and store dtype t (WithSimdType takes it).
+bool SimdLoads(onorm_dtype t) { return SimdType(t); }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace cpu
 }  // namespace onorm
@@ -39,8 +42,10 @@ namespace onorm {
 namespace cpu {
 
 HWY_EXPORT(SimdSupports);
+HWY_EXPORT(SimdLoads);
 
 bool simd_supports(size_t t, const onorm_request& q) { return HWY_DISPATCH_TABLE(SimdSupports)[t](q); }
+bool simd_loads(size_t t, onorm_dtype dtype) { return HWY_DISPATCH_TABLE(SimdLoads)[t](dtype); }
 
 // Index of a target's entry in the HWY_EXPORT tables: the same arithmetic as
 // hwy::ChosenTarget::GetIndex, applied to a single target instead of the global choice.

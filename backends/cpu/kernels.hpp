@@ -89,6 +89,9 @@ struct ResidualSum {
 // Per-target entry points (index from target_index()).
 // Whether the SIMD kernels take this request's dtypes (the others run scalar_run_rows).
 bool simd_supports(size_t target_index, const onorm_request& q);
+// Whether the target's kernels load and store dtype t (f16 needs F16C or its like; the scalar
+// target has none of the 16-bit types in SIMD).
+bool simd_loads(size_t target_index, onorm_dtype t);
 // Whole rows [r0, r1): statistics and write while the row is in cache. scratch: the
 // kept_scratch_cols floats, allocated by the caller (no allocation inside). sum: in[0] is
 // computed as it is read (ResidualSum), or nullptr.
@@ -101,9 +104,10 @@ void simd_quantize_rows(size_t target_index, const onorm_request& q, int64_t r0,
 
 // The norms' residual add (residual_add-inl.h) of a block of rows before the norm reads them:
 // rows [r0, r0 + n) of x and res into rows [h0, h0 + n) of h, all of x's dtype, one that
-// simd_supports takes (option_blocks_fit).
+// simd_supports takes (option_blocks_fit); h by streaming stores where `stream` (h is
+// residual_out, written to memory whether or not the norm finds it in cache).
 void simd_add_rows(size_t target_index, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0,
-                   int64_t h0, int64_t n);
+                   int64_t h0, int64_t n, bool stream);
 
 // Softmax top-k's scan (kernels_select.cpp): the first column j in [from, cols) of a row x of
 // dtype dt with !(x[j] <= bar) (bar not NaN); cols where there is none; -1 where the target has

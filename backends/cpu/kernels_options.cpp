@@ -6,6 +6,7 @@
 #include "hwy/foreach_target.h"                   // IWYU pragma: keep
 
 #include "dispatch-inl.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels.hpp"
 #include "quantize_simd-inl.h"
@@ -27,11 +28,17 @@ void QuantizeRows(const onorm_request& q, int64_t r0, int64_t n, float* v) {
 }
 
 // The norms' residual add: rows [r0, r0 + n) of x and res into rows [h0, h0 + n) of h, all of
-// x's dtype (one SimdType takes: option_blocks_fit).
-void AddRows(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0, int64_t n) {
+// x's dtype (one SimdType takes: option_blocks_fit); by streaming stores where asked.
+void AddRows(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0, int64_t n,
+             bool stream) {
   WithSimdType(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    for (int64_t i = 0; i < n; ++i) AddRowColumns<T>(x, res, h, r0 + i, h0 + i, 0, static_cast<size_t>(x.cols));
+    if (kCanStream && stream) {
+      for (int64_t i = 0; i < n; ++i) AddRowColumns<T, true>(x, res, h, r0 + i, h0 + i, 0, static_cast<size_t>(x.cols));
+      hwy::FlushStream();
+    } else {
+      for (int64_t i = 0; i < n; ++i) AddRowColumns<T>(x, res, h, r0 + i, h0 + i, 0, static_cast<size_t>(x.cols));
+    }
   });
 }
 
@@ -51,8 +58,8 @@ void simd_quantize_rows(size_t t, const onorm_request& q, int64_t r0, int64_t n,
   HWY_DISPATCH_TABLE(QuantizeRows)[t](q, r0, n, v);
 }
 void simd_add_rows(size_t t, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0,
-                   int64_t n) {
-  HWY_DISPATCH_TABLE(AddRows)[t](x, res, h, r0, h0, n);
+                   int64_t n, bool stream) {
+  HWY_DISPATCH_TABLE(AddRows)[t](x, res, h, r0, h0, n, stream);
 }
 
 }  // namespace cpu

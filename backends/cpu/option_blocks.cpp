@@ -93,7 +93,10 @@ void option_blocks_run(size_t target_index, const onorm_request& q, int64_t r0, 
         h = onorm_rows{scratch.h(), x.dtype, n, cols, cols};
         h0 = 0;
       }
-      if (!fused) simd_add_rows(target_index, x, *res, h, b0, h0, n);
+      // Streamed into residual_out: no read of its lines before they are written; the norm
+      // reads h back from memory, still faster than a normal store's read and write-back
+      // (bench/RESULTS.md).
+      if (!fused) simd_add_rows(target_index, x, *res, h, b0, h0, n, res_out != nullptr);
     }
     const ResidualSum sum{x, res ? *res : onorm_rows{}, b0};
     const onorm_request p = norm_of_block(q, rows_at(h, h0, n), b0, n, quantized ? scratch.y() : nullptr);

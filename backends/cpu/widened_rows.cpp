@@ -83,7 +83,9 @@ void widened_rows_run(size_t target_index, const onorm_request& q, unsigned opts
   const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
   // Each thread's block on 16 bytes too (the rows' bits may not depend on the thread).
   // x's dtype throughout: the add in SIMD into residual_out, or into a 16-bit block of h here.
-  const bool simd_add = res && res->dtype == q.in[0].dtype && h_dtype == q.in[0].dtype;
+  // (Where the target has SIMD loads of x's dtype: simd_add_rows does nothing with the others.)
+  const bool simd_add =
+      res && res->dtype == q.in[0].dtype && h_dtype == q.in[0].dtype && simd_loads(target_index, q.in[0].dtype);
   const size_t h_block = simd_add && !h_out ? static_cast<size_t>(block * cols + 1) / 2 : 0;  // floats
   const size_t per_thread = (static_cast<size_t>(block * stride) + kept + h_block + 3) / 4 * 4;
   std::unique_ptr<float[]> scratch(new float[per_thread * static_cast<size_t>(nt)]);
@@ -97,7 +99,7 @@ void widened_rows_run(size_t target_index, const onorm_request& q, unsigned opts
       if (simd_add) {
         const onorm_rows h = h_out ? *h_out : onorm_rows{v + block * stride + kept, q.in[0].dtype, nb, cols, cols};
         const int64_t h0 = h_out ? r0 : 0;
-        simd_add_rows(target_index, q.in[0], *res, h, r0, h0, nb);
+        simd_add_rows(target_index, q.in[0], *res, h, r0, h0, nb, false);
         for (int64_t i = 0; i < nb; ++i) widen_row(row_of(h, h0 + i), h.dtype, v + i * stride, cols);
       } else if (res) {
         with_dtype(q.in[0].dtype, [&](auto xt) {
