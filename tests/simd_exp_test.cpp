@@ -172,6 +172,21 @@ TEST(SimdExp, SixteenBitOutputsExpUnder1e5) {
   });
 }
 
+// Appends every 61st float in (0, 89], the floats around every y = x log2(e) = k up to 128, the
+// overflow's edge, 100, 1e30, FLT_MAX and +inf; then pads to whole vectors with 1.
+void AddPositiveArguments(std::vector<float>& x) {
+  for (uint32_t u = 1; u <= 0x42b20000u; u += 61) x.push_back(bits_to_float(u));  // to 89
+  for (int k = 1; k <= 128; ++k) {
+    float c = static_cast<float>(k * 0.693147180559945309417);
+    for (int s = 0; s < 8; ++s) c = std::nextafter(c, 0.0f);
+    for (int s = 0; s < 17; ++s, c = std::nextafter(c, 1000.0f)) x.push_back(c);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {88.7228f, 88.72284f, 88.7229f, 88.8f, 88.9f, 100.0f, 1e30f, std::numeric_limits<float>::max(), inf})
+    x.push_back(v);
+  while (x.size() % 64) x.push_back(1.0f);
+}
+
 // exp_any: the non-positive arguments as the f32 exp, then every 61st float in (0, 89] and
 // around every y = k (k up to 128), under 3e-7 relative; +inf where exp(x) rounds past
 // FLT_MAX (and for x = +inf, 1e30, FLT_MAX); NaN stays NaN.
@@ -183,16 +198,8 @@ TEST(SimdExp, AnyArgumentUnder3e7) {
     const ErrorReport low = Check(kAnyExp, -104.0f);
     EXPECT_LE(low.max_rel, 3e-7) << name << " worst at " << low.worst;
     std::vector<float> x;
-    for (uint32_t u = 1; u <= 0x42b20000u; u += 61) x.push_back(bits_to_float(u));  // to 89
-    for (int k = 1; k <= 128; ++k) {
-      float c = static_cast<float>(k * 0.693147180559945309417);
-      for (int s = 0; s < 8; ++s) c = std::nextafter(c, 0.0f);
-      for (int s = 0; s < 17; ++s, c = std::nextafter(c, 1000.0f)) x.push_back(c);
-    }
+    AddPositiveArguments(x);
     const float inf = std::numeric_limits<float>::infinity();
-    for (float v : {88.7228f, 88.72284f, 88.7229f, 88.8f, 88.9f, 100.0f, 1e30f, std::numeric_limits<float>::max(), inf})
-      x.push_back(v);
-    while (x.size() % 64) x.push_back(1.0f);
     std::vector<float> y(x.size());
     HWY_DYNAMIC_DISPATCH(ExpOf)(x.data(), y.data(), x.size(), kAnyExp);
     const double kOverflow = 3.4028235677973366e38;  // FLT_MAX + half an ulp: rounds to +inf
@@ -225,17 +232,9 @@ TEST(SimdExp, AnyArgumentFor16BitOutputs) {
     const ErrorReport low = Check(kAnyExp16, -104.0f);
     EXPECT_LE(low.max_rel, 1e-5) << name << " worst at " << low.worst;
     std::vector<float> x = Arguments();
-    for (uint32_t u = 1; u <= 0x42b20000u; u += 61) x.push_back(bits_to_float(u));  // (0, 89]
-    for (int k = 1; k <= 128; ++k) {
-      float c = static_cast<float>(k * 0.693147180559945309417);
-      for (int s = 0; s < 8; ++s) c = std::nextafter(c, 0.0f);
-      for (int s = 0; s < 17; ++s, c = std::nextafter(c, 1000.0f)) x.push_back(c);
-    }
     for (float v = -103.9f; v < -87.0f; v += 0.0371f) x.push_back(v);  // subnormal results
+    AddPositiveArguments(x);
     const float inf = std::numeric_limits<float>::infinity();
-    for (float v : {88.7228f, 88.72284f, 88.7229f, 88.8f, 88.9f, 100.0f, 1e30f, std::numeric_limits<float>::max(), inf})
-      x.push_back(v);
-    while (x.size() % 64) x.push_back(1.0f);
     std::vector<float> y(x.size());
     HWY_DYNAMIC_DISPATCH(ExpOf)(x.data(), y.data(), x.size(), kAnyExp16);
     const double kOverflow = 3.4028235677973366e38;  // FLT_MAX + half an ulp: rounds to +inf
