@@ -114,7 +114,7 @@ void simd_add_rows(size_t target_index, const onorm_rows& x, const onorm_rows& r
 // no SIMD loads of dt (the caller scans itself).
 int64_t simd_find_beating(size_t target_index, const void* x, onorm_dtype dt, int64_t from, int64_t cols, float bar);
 // A short row's candidates for its k first (kernels_select.cpp): the columns, in order, that
-// can be among them, written to out (room for cols int32); how many. Every column of the k
+// can be among them, written to out (room for cols + 64 int32); how many. Every column of the k
 // first is one; the others are few on most rows. -1 where the target has no SIMD loads of dt
 // or k is more than its f32 lanes (the caller scans itself).
 int64_t simd_topk_candidates(size_t target_index, const void* x, onorm_dtype dt, int64_t cols, int64_t k, int32_t* out);

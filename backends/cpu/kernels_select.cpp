@@ -58,7 +58,7 @@ HWY_INLINE VU TopkKeys(DF d, VF v) {
 }
 
 // The columns of x that can be among its k first (k <= the lanes), in column order, into out
-// (room for cols); returns how many. Lane l's maximum key over columns l, l + N, ... is a
+// (room for cols + 64); returns how many. Lane l's maximum key over columns l, l + N, ... is a
 // distinct column for each lane, so k columns have a key at least the k-th largest of the N
 // maxima, K0: a column whose key is below K0 has k columns before it in the selection order.
 // The candidates are the columns with key >= K0.

@@ -196,7 +196,9 @@ void softmax_topk_run(size_t target, const onorm_request& q, int threads) {
   const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
   const size_t kept = static_cast<size_t>(kept_entries(cols, q.k));
   std::unique_ptr<Entry[]> scratch(new Entry[kept * static_cast<size_t>(nt)]);
-  const size_t room = cols <= kCandidateMaxCols ? static_cast<size_t>(cols) : 0;
+  // Room for every column and a vector past them: a compressed store may load and store the
+  // whole last vector of the list (Highway's BlendedStore on targets without masked stores).
+  const size_t room = cols <= kCandidateMaxCols ? static_cast<size_t>(cols) + 64 : 0;
   std::unique_ptr<int32_t[]> candidates(room ? new int32_t[room * static_cast<size_t>(nt)] : nullptr);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
