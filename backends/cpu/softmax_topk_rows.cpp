@@ -54,7 +54,8 @@ class FirstKScan {
   FirstKScan(size_t target, onorm_dtype dt, const In* x, int64_t k, const Entry* entries, Keep& keep)
       : target_(target), dt_(dt), x_(x), k_(k), entries_(entries), keep_(keep) {}
   // The same over the candidate columns c[0, n) (in column order; simd_topk_candidates) that
-  // lie in [b, e): the columns between them cannot enter. Returns how many it took.
+  // lie before e: the columns between them cannot enter. Returns how many it took, so that
+  // the next piece starts after them.
   int64_t scan_candidates(const int32_t* c, int64_t n, int64_t e) {
     int64_t i = 0;
     for (; i < n && c[i] < e && !ended_; ++i) {
