@@ -55,7 +55,7 @@ HWY_INLINE void AddRowColumns(const onorm_rows& x, const onorm_rows& res, const 
   WithStoreType<T>([&](auto store) {
     using S = typename decltype(store)::type;
     AddRow<T, S, kStream>(static_cast<const T*>(row_of(x, xr)) + b, static_cast<const T*>(row_of(res, xr)) + b,
-                 static_cast<S*>(const_cast<void*>(row_of(h, hr))) + b, n);
+                          static_cast<S*>(const_cast<void*>(row_of(h, hr))) + b, n);
   });
 }
 
