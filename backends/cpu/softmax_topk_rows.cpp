@@ -59,27 +59,28 @@ class FirstKScan {
   int64_t scan_candidates(const int32_t* c, int64_t n, int64_t e) {
     int64_t i = 0;
     for (; i < n && c[i] < e && !ended_; ++i) {
-      const int64_t j = c[i];
-      const float v = load_as<float>(x_, j);
-      if (barred_ && v <= bar_) continue;
-      if (!keep_(Entry{SoftmaxTopk::key(v), j})) continue;
-      if (entries_[k_ - 1].first == SoftmaxTopk::key(std::nanf(""))) ended_ = true;
-      bar_ = load_as<float>(x_, entries_[k_ - 1].second);
-      barred_ = true;
+      const float v = load_as<float>(x_, c[i]);
+      if (!(barred_ && v <= bar_)) take(c[i], v);
     }
     return i;
   }
   void scan(int64_t j, int64_t end) {
     for (; j < end && !ended_; ++j) {
       if (barred_ && (j = find_beating(target_, dt_, x_, j, end, bar_)) == end) return;
-      if (!keep_(Entry{SoftmaxTopk::key(load_as<float>(x_, j)), j})) continue;
-      if (entries_[k_ - 1].first == SoftmaxTopk::key(std::nanf(""))) ended_ = true;  // the scan ends
-      bar_ = load_as<float>(x_, entries_[k_ - 1].second);
-      barred_ = true;
+      take(j, load_as<float>(x_, j));
     }
   }
 
  private:
+  // Column j (value v, past the bar) to the keeper; where it then holds k entries, their k-th's
+  // value is the bar, and a NaN there ends the scan.
+  void take(int64_t j, float v) {
+    if (!keep_(Entry{SoftmaxTopk::key(v), j})) return;
+    if (entries_[k_ - 1].first == SoftmaxTopk::key(std::nanf(""))) ended_ = true;
+    bar_ = load_as<float>(x_, entries_[k_ - 1].second);
+    barred_ = true;
+  }
+
   size_t target_;
   onorm_dtype dt_;
   const In* x_;
