@@ -102,8 +102,8 @@ void check_target(const std::string& target) {
 // LayerNorm of the rounded h, in every dtype the add vectorizes: widths below a vector, with a
 // tail, a group of short rows and one left over, whole chunks, and rows of several chunks with
 // outliers on both sides of every chunk boundary; 16-bit x into f32 y with Gemma's offset too
-// (the widened rows, whose add needs the target's SIMD loads of x's dtype: f16 on SSE4 and
-// SCALAR has none, and the add wrote nothing there).
+// (the widened rows, whose add is SIMD where the target loads x's dtype and portable where it
+// does not: f16 on SSE4 and SCALAR).
 void check_residual(const std::string& target) {
   SCOPED_TRACE("ONLINENORM_CPU_TARGET=" + target);
   EnvTarget env(target);

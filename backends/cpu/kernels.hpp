@@ -103,9 +103,9 @@ void simd_run_rows(size_t target_index, const onorm_request& q, int64_t r0, int6
 void simd_quantize_rows(size_t target_index, const onorm_request& q, int64_t r0, int64_t n, float* v);
 
 // The norms' residual add (residual_add-inl.h) of a block of rows before the norm reads them:
-// rows [r0, r0 + n) of x and res into rows [h0, h0 + n) of h, all of x's dtype, one that
-// simd_supports takes (option_blocks_fit); h by streaming stores where `stream` (h is
-// residual_out, written to memory whether or not the norm finds it in cache).
+// rows [r0, r0 + n) of x and res into rows [h0, h0 + n) of h, all of x's dtype; in SIMD where
+// the target loads that dtype (simd_loads), else by the portable loop; h by streaming stores
+// where `stream` (h is residual_out, written to memory whether or not the norm finds it in cache).
 void simd_add_rows(size_t target_index, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0,
                    int64_t h0, int64_t n, bool stream);
 

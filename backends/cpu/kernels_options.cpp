@@ -11,6 +11,7 @@
 #include "kernels.hpp"
 #include "quantize_simd-inl.h"
 #include "residual_add-inl.h"
+#include "scalar_rows.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace onorm {
@@ -59,6 +60,8 @@ void simd_quantize_rows(size_t t, const onorm_request& q, int64_t r0, int64_t n,
 }
 void simd_add_rows(size_t t, const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0,
                    int64_t n, bool stream) {
+  // A dtype this target has no SIMD loads of (f16 without F16C): the portable add, same bits.
+  if (!simd_loads(t, x.dtype)) return scalar_add_rows(x, res, h, r0, h0, n);
   HWY_DISPATCH_TABLE(AddRows)[t](x, res, h, r0, h0, n, stream);
 }
 

@@ -159,5 +159,10 @@ typename Op::template Coefs<double> scalar_coefs_double(const onorm_request& q, 
 // Runs one validated request on rows [row_begin, row_end) with the scalar kernels.
 void scalar_run_rows(const onorm_request& q, int64_t row_begin, int64_t row_end);
 
+// The norms' residual add (core/residual.hpp) of rows [r0, r0 + n) of x and res into rows
+// [h0, h0 + n) of h, each of any float dtype: the portable loop.
+void scalar_add_rows(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0,
+                     int64_t n);
+
 }  // namespace cpu
 }  // namespace onorm

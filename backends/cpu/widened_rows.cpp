@@ -82,11 +82,10 @@ void widened_rows_run(size_t target_index, const onorm_request& q, unsigned opts
       core::ops::visit(q.op, [&](auto op) { return kept_scratch_cols<decltype(op)>(b, block_opts); }));
   const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
   // Each thread's block on 16 bytes too (the rows' bits may not depend on the thread).
-  // x's dtype throughout: the add in SIMD into residual_out, or into a 16-bit block of h here.
-  // (Where the target has SIMD loads of x's dtype: simd_add_rows does nothing with the others.)
-  const bool simd_add =
-      res && res->dtype == q.in[0].dtype && h_dtype == q.in[0].dtype && simd_loads(target_index, q.in[0].dtype);
-  const size_t h_block = simd_add && !h_out ? static_cast<size_t>(block * cols + 1) / 2 : 0;  // floats
+  // x's dtype throughout: the add (in SIMD where the target loads x) into residual_out, or into
+  // a 16-bit block of h here.
+  const bool same_dtype_add = res && res->dtype == q.in[0].dtype && h_dtype == q.in[0].dtype;
+  const size_t h_block = same_dtype_add && !h_out ? static_cast<size_t>(block * cols + 1) / 2 : 0;  // floats
   const size_t per_thread = (static_cast<size_t>(block * stride) + kept + h_block + 3) / 4 * 4;
   std::unique_ptr<float[]> scratch(new float[per_thread * static_cast<size_t>(nt)]);
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -96,7 +95,7 @@ void widened_rows_run(size_t target_index, const onorm_request& q, unsigned opts
     const int64_t r_begin = rows * t / n, r_end = rows * (t + 1) / n;
     for (int64_t r0 = r_begin; r0 < r_end; r0 += block) {
       const int64_t nb = std::min(block, r_end - r0);
-      if (simd_add) {
+      if (same_dtype_add) {
         const onorm_rows h = h_out ? *h_out : onorm_rows{v + block * stride + kept, q.in[0].dtype, nb, cols, cols};
         const int64_t h0 = h_out ? r0 : 0;
         simd_add_rows(target_index, q.in[0], *res, h, r0, h0, nb, false);
