@@ -96,6 +96,54 @@ void check_target(const std::string& target) {
   }
 }
 
+// One request of check_residual: RMSNorm or LayerNorm of dt x (into f32 y where widened) with a
+// residual of rows x cols, residual_out or not; every row tensor padded past its row.
+void check_residual_case(onorm_context ctx, std::mt19937_64& rng, onorm_dtype dt, int64_t rows, int64_t cols,
+                         bool layer, bool residual_out, bool widened) {
+  constexpr int64_t kChunkCols = 4096;  // the CPU backend's chunk
+  const onorm_dtype yt = widened ? ONORM_F32 : dt;
+  SCOPED_TRACE(std::string(dtype_name(dt)) + " x " + std::to_string(rows) + " x " + std::to_string(cols) + " y " +
+               dtype_name(yt) + (layer ? " LayerNorm" : " RMSNorm") + (residual_out ? " with residual_out" : " without"));
+  // Odd strides (rows off any alignment), and for the widened rows strides of whole 16-byte
+  // steps, which their SIMD add takes.
+  const int64_t pad = widened ? 8 : 1;
+  Tensor x(ctx, dt, rows, cols, cols + pad), r(ctx, dt, rows, cols, cols + 3 * pad), h(ctx, dt, rows, cols, cols + 2 * pad),
+      y(ctx, yt, rows, cols, cols + pad), g(ctx, dt, 1, cols), b(ctx, dt, 1, cols);
+  const auto at_boundary = [&](int64_t c) { return c > 0 && (c % kChunkCols == 0 || c % kChunkCols == kChunkCols - 1); };
+  x.fill([&](int64_t, int64_t c) { return at_boundary(c) ? 60.0 : cheap_normal(rng, 2.0, 3.0); });
+  r.fill([&](int64_t, int64_t c) { return at_boundary(c) ? -7.0 : cheap_normal(rng, -2.0, 1.0); });
+  g.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
+  b.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
+  const onorm_rows xr = x.dev_rows(), rr = r.dev_rows(), hr = h.dev_rows(), yr = y.dev_rows();
+  onorm_norm_args a;
+  onorm_norm_args_init(&a, layer ? ONORM_LAYER_NORM : ONORM_RMS_NORM);
+  a.gamma = g.dev();
+  if (layer) a.beta = b.dev();
+  a.param_dtype = dt;
+  a.residual = &rr;
+  if (residual_out) a.residual_out = &hr;
+  a.weight_offset = widened ? 1.0 : 0.0;  // Gemma's offset: the widened rows fold it in
+  ASSERT_EQ(onorm_norm(ctx, &xr, &a, &yr), ONORM_OK) << onorm_last_error();
+  y.download();
+  h.download();
+  onorm_ref::NormSpec spec;
+  spec.layer = layer;
+  spec.x = x.host_rows();
+  const onorm_rows r_host = r.host_rows();
+  spec.residual = &r_host;
+  spec.gamma = g.host();
+  if (layer) spec.beta = b.host();
+  spec.param_dtype = dt;
+  spec.weight_offset = a.weight_offset;
+  spec.eps = a.eps;
+  spec.h_dtype = dt;
+  const onorm_rows h_host = h.host_rows();
+  const onorm_ref::Report rep = onorm_ref::check_norm(spec, onorm_ref::compute_norm(spec), y.host_rows(), nullptr, 0.0,
+                                                      nullptr, nullptr, residual_out ? &h_host : nullptr);
+  EXPECT_TRUE(rep.ok()) << rep.describe();
+  EXPECT_TRUE(h.outside_untouched("residual_out"));
+}
+
 // The norms' residual add on this target, inside the norm's passes a chunk (a group of short rows)
 // at a time or, for LayerNorm's 16-bit rows of one chunk, over a block first: h = round(x +
 // residual) into residual_out (the reference checks it bit for bit) or scratch, and RMSNorm and
@@ -109,68 +157,46 @@ void check_residual(const std::string& target) {
   EnvTarget env(target);
   ONORM_OPEN_OR_SKIP(ctx, ONORM_BACKEND_CPU);
   ONORM_SEEDED_RNG(rng);
-  constexpr int64_t kChunkCols = 4096;  // the CPU backend's chunk
+  constexpr int64_t kChunkCols = 4096;
   for (onorm_dtype dt : {ONORM_F32, ONORM_BF16, ONORM_F16})
     for (int64_t cols : {int64_t(1), int64_t(7), int64_t(33), int64_t(1024), int64_t(1025), kChunkCols,
                          kChunkCols + 1, 4 * kChunkCols + 1})
       for (const bool layer : {false, true})
         for (const bool residual_out : {true, false})
-        for (const bool widened : {false, true}) {  // 16-bit x into f32 y: the widened rows
-          if (widened && dt == ONORM_F32) continue;
-          const onorm_dtype yt = widened ? ONORM_F32 : dt;
-          SCOPED_TRACE(std::string(dtype_name(dt)) + " x " + std::to_string(cols) + " y " + dtype_name(yt) +
-                       (layer ? " LayerNorm" : " RMSNorm") + (residual_out ? " with residual_out" : " without"));
-          const int64_t rows = 5;
-          // Odd strides (rows off any alignment), and for the widened rows strides of whole
-          // 16-byte steps, which their SIMD add takes.
-          const int64_t pad = widened ? 8 : 1;
-          Tensor x(ctx, dt, rows, cols, cols + pad), r(ctx, dt, rows, cols, cols + 3 * pad),
-              h(ctx, dt, rows, cols, cols + 2 * pad), y(ctx, yt, rows, cols, cols + pad), g(ctx, dt, 1, cols),
-              b(ctx, dt, 1, cols);
-          const auto at_boundary = [&](int64_t c) {
-            return c > 0 && (c % kChunkCols == 0 || c % kChunkCols == kChunkCols - 1);
-          };
-          x.fill([&](int64_t, int64_t c) { return at_boundary(c) ? 60.0 : cheap_normal(rng, 2.0, 3.0); });
-          r.fill([&](int64_t, int64_t c) { return at_boundary(c) ? -7.0 : cheap_normal(rng, -2.0, 1.0); });
-          g.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
-          b.fill([&](int64_t, int64_t) { return cheap_normal(rng, 0.0, 1.0); });
-          const onorm_rows xr = x.dev_rows(), rr = r.dev_rows(), hr = h.dev_rows(), yr = y.dev_rows();
-          onorm_norm_args a;
-          onorm_norm_args_init(&a, layer ? ONORM_LAYER_NORM : ONORM_RMS_NORM);
-          a.gamma = g.dev();
-          if (layer) a.beta = b.dev();
-          a.param_dtype = dt;
-          a.residual = &rr;
-          if (residual_out) a.residual_out = &hr;
-          a.weight_offset = widened ? 1.0 : 0.0;  // Gemma's offset: the widened rows fold it in
-          ASSERT_EQ(onorm_norm(ctx, &xr, &a, &yr), ONORM_OK) << onorm_last_error();
-          y.download();
-          h.download();
-          onorm_ref::NormSpec spec;
-          spec.layer = layer;
-          spec.x = x.host_rows();
-          const onorm_rows r_host = r.host_rows();
-          spec.residual = &r_host;
-          spec.gamma = g.host();
-          if (layer) spec.beta = b.host();
-          spec.param_dtype = dt;
-          spec.weight_offset = a.weight_offset;
-          spec.eps = a.eps;
-          spec.h_dtype = dt;
-          const onorm_rows h_host = h.host_rows();
-          const onorm_ref::Report rep = onorm_ref::check_norm(spec, onorm_ref::compute_norm(spec), y.host_rows(),
-                                                              nullptr, 0.0, nullptr, nullptr,
-                                                              residual_out ? &h_host : nullptr);
-          EXPECT_TRUE(rep.ok()) << rep.describe();
-          EXPECT_TRUE(h.outside_untouched("residual_out"));
-          if (::testing::Test::HasFailure()) return;
-        }
+          for (const bool widened : {false, true}) {  // 16-bit x into f32 y: the widened rows
+            if (widened && dt == ONORM_F32) continue;
+            check_residual_case(ctx, rng, dt, 5, cols, layer, residual_out, widened);
+            if (::testing::Test::HasFailure()) return;
+          }
 }
 
 TEST(CpuTargets, ResidualAddOnEveryTarget) {
   for (const std::string& t : targets()) {
     check_residual(t);
     if (HasFailure()) return;
+  }
+}
+
+// Outputs past the CPU backend's streaming threshold (16 MB of y), at odd strides (partial
+// stores before and after the streamed vectors): y streamed from rows of several chunks and
+// from short rows in groups, both adding the residual as they read; residual_out streamed by
+// LayerNorm's 16-bit block add (rows of one chunk). On the best target (about 2 s a case, most
+// of it the reference).
+TEST(CpuTargets, ResidualOutStreamed) {
+  for (const std::string& t : {targets().front()}) {
+    SCOPED_TRACE("ONLINENORM_CPU_TARGET=" + t);
+    EnvTarget env(t);
+    ONORM_OPEN_OR_SKIP(ctx, ONORM_BACKEND_CPU);
+    ONORM_SEEDED_RNG(rng);
+    struct C {
+      onorm_dtype dt;
+      int64_t rows, cols;
+      bool layer;
+    };
+    for (const C& c : {C{ONORM_F32, 257, 16385, false}, C{ONORM_BF16, 2050, 4096, true}, C{ONORM_BF16, 8400, 1000, false}}) {
+      check_residual_case(ctx, rng, c.dt, c.rows, c.cols, c.layer, true, false);
+      if (HasFailure()) return;
+    }
   }
 }
 

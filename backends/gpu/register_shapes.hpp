@@ -34,6 +34,13 @@
   TRY(512, 4, 512)   /* 8192 */        \
   TRY(384, 8, 384)   /* 12288 */       \
   TRY(512, 8, 512)   /* 16384 */
+// f32 rows of 5121-8192 columns of ops whose finish reads two column vectors (LayerNorm): 32
+// floats a thread, as 5120 and 7168 in the plain list, where the plain 6144 and 8192 shapes'
+// 16 measured slower (8192's blocks of 512 spill under their cap; bench/RESULTS.md).
+#define ONORM_GPU_W32_TWO_COLUMN_SHAPES_VEC4(TRY) \
+  TRY(192, 8, 192)   /* 6144 */                 \
+  TRY(224, 8, 224)   /* 7168 */                 \
+  TRY(256, 8, 256)   /* 8192 */
 // 8 elements per 16-byte vector (f16, bf16).
 #define ONORM_GPU_W32_SHAPES_VEC8(TRY) \
   TRY(4, 1, 256)     /* 32 */          \

@@ -142,6 +142,11 @@ bool place_registers(const RowArgs& a, L& l, onorm_status& status, int64_t max_c
     if (caps.short_wide) {
       ONORM_GPU_W32_WIDE_SHAPES_VEC4(ONORM_GPU_TRY_SHAPE)
     }
+    if constexpr (R::Op::kCols >= 2 && !R::kOptions) {
+      if (c > 5120) {
+        ONORM_GPU_W32_TWO_COLUMN_SHAPES_VEC4(ONORM_GPU_TRY_SHAPE)
+      }
+    }
     ONORM_GPU_W32_SHAPES_VEC4(ONORM_GPU_TRY_SHAPE)
   } else if constexpr (W == 32) {
     if constexpr (kDenseRows<R>) {
