@@ -131,9 +131,11 @@ TEST_P(WidthsTest, AroundPowersOfTwo) {
   const auto [backend, op, dts] = GetParam();
   ONORM_OPEN_OR_SKIP(ctx, backend);
   ONORM_SEEDED_RNG(rng);
-  // 767-769, 1535-1537 and 3071-3073: the edges of the 16-bit shapes of three times a power of two.
+  // 767-769, 1535-1537 and 3071-3073: the edges of the 16-bit shapes of three times a power of two;
+  // 5121, 6144 and 7169: LayerNorm f32's shapes of 32 floats a thread (GPU register rows).
   for (int64_t cols : {2, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 767, 768, 769, 1023, 1024,
-                       1535, 1536, 1537, 2047, 2048, 2049, 3071, 3072, 3073, 4095, 4096, 4097, 8191, 8193, 16384, 32769}) {
+                       1535, 1536, 1537, 2047, 2048, 2049, 3071, 3072, 3073, 4095, 4096, 4097, 5121, 6144, 7169, 8191,
+                       8193, 16384, 32769}) {
     Layout L;
     // Odd widths, and the shapes of three items a thread whole (768, 1536, 3072: gamma and beta
     // loaded a window of items at a time), with every optional argument.
