@@ -118,6 +118,11 @@ int64_t simd_find_beating(size_t target_index, const void* x, onorm_dtype dt, in
 // first is one; the others are few on most rows. -1 where the target has no SIMD loads of dt
 // or k is more than its f32 lanes (the caller scans itself).
 int64_t simd_topk_candidates(size_t target_index, const void* x, onorm_dtype dt, int64_t cols, int64_t k, int32_t* out);
+// The k first of a row's candidates c[0, n) (simd_topk_candidates' list), in the selection
+// order: their keys (SoftmaxTopk::key) and columns; returns how many (min(k, n)), or -1 where
+// the target has no SIMD loads of dt or k is more than its 32-bit lanes (the caller selects).
+int64_t simd_topk_of_candidates(size_t target_index, const void* x, onorm_dtype dt, const int32_t* c, int64_t n,
+                                int64_t k, uint32_t* keys, int64_t* cols);
 
 // The norms' backward (a column op): whether the SIMD rows take q (x, dy, dx and dresidual of
 // one dtype they vectorize), and rows [r0, r1) of it (norm_backward_simd-inl.h says what block

@@ -5,12 +5,14 @@
 #define HWY_TARGET_INCLUDE "kernels_select.cpp"  // this file, found through the include path
 #include "hwy/foreach_target.h"                  // IWYU pragma: keep
 
+#include <algorithm>
 #include <limits>
 
 #include "dispatch-inl.h"
 #include "hwy/highway.h"
 #include "kernels.hpp"
 #include "onlinenorm/core/ops/softmax_topk.hpp"
+#include "scalar_rows.hpp"
 #include "simd_io-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -103,6 +105,48 @@ int64_t TopkCandidatesT(const T* x, int64_t cols, int64_t k, int32_t* out) {
   return n;
 }
 
+// The k first of the candidate columns c[0, n) of x (in column order, k <= the lanes), in the
+// selection order, into keys and cols; returns min(k, n). Each candidate takes its place in the
+// lanes without a branch: the lanes whose key is at least its key stay (an equal key came from
+// an earlier column, which goes first), it takes the next lane, the rest move up one and the
+// last drops. Empty lanes hold key 0, which no value has.
+template <typename T>
+int64_t TopkOfCandidatesT(const T* x, const int32_t* c, int64_t n, int64_t k, uint32_t* keys, int64_t* cols) {
+  const DU du;
+  const size_t N = hn::Lanes(du);
+  HWY_ALIGN uint32_t up[hn::MaxLanes(du)];
+  for (size_t l = 0; l < N; ++l) up[l] = l > 0 ? static_cast<uint32_t>(l - 1) : 0u;
+  const auto one_up = hn::SetTableIndices(du, up);
+  VU kv = hn::Zero(du), cv = hn::Zero(du);
+  for (int64_t i = 0; i < n; ++i) {
+    const VU key = hn::Set(du, core::ops::SoftmaxTopk::key(load_as<float>(x, c[i])));
+    const VU col = hn::Set(du, static_cast<uint32_t>(c[i]));
+    const size_t place = hn::CountTrue(du, hn::Not(hn::Gt(key, kv)));
+    const auto before = hn::FirstN(du, place), upto = hn::FirstN(du, place + 1);
+    kv = hn::IfThenElse(before, kv, hn::IfThenElse(upto, key, hn::TableLookupLanes(kv, one_up)));
+    cv = hn::IfThenElse(before, cv, hn::IfThenElse(upto, col, hn::TableLookupLanes(cv, one_up)));
+  }
+  HWY_ALIGN uint32_t kk[hn::MaxLanes(du)], cc[hn::MaxLanes(du)];
+  hn::Store(kv, du, kk);
+  hn::Store(cv, du, cc);
+  const int64_t m = std::min(k, n);
+  for (int64_t i = 0; i < m; ++i) keys[i] = kk[i], cols[i] = cc[i];
+  return m;
+}
+
+// The same for a row of dtype t; -1 where this target has no SIMD loads of t or k is more
+// than its lanes.
+int64_t TopkOfCandidates(const void* x, onorm_dtype t, const int32_t* c, int64_t n, int64_t k, uint32_t* keys,
+                         int64_t* cols) {
+  int64_t m = -1;
+  if (k > static_cast<int64_t>(hn::Lanes(DU()))) return m;
+  WithSimdType(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    m = TopkOfCandidatesT(static_cast<const T*>(x), c, n, k, keys, cols);
+  });
+  return m;
+}
+
 // The same for a row of dtype t; -1 where this target has no SIMD loads of t or k is more
 // than its lanes.
 int64_t TopkCandidates(const void* x, onorm_dtype t, int64_t cols, int64_t k, int32_t* out) {
@@ -136,6 +180,12 @@ namespace cpu {
 
 HWY_EXPORT(FindBeating);
 HWY_EXPORT(TopkCandidates);
+HWY_EXPORT(TopkOfCandidates);
+
+int64_t simd_topk_of_candidates(size_t t, const void* x, onorm_dtype dt, const int32_t* c, int64_t n, int64_t k,
+                                uint32_t* keys, int64_t* cols) {
+  return HWY_DISPATCH_TABLE(TopkOfCandidates)[t](x, dt, c, n, k, keys, cols);
+}
 
 int64_t simd_topk_candidates(size_t t, const void* x, onorm_dtype dt, int64_t cols, int64_t k, int32_t* out) {
   return HWY_DISPATCH_TABLE(TopkCandidates)[t](x, dt, cols, k, out);

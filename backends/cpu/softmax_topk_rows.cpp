@@ -139,6 +139,11 @@ class SortedFirstK {
 // scan: their entries come a few columns apart, and each restart of the scan cost more than
 // the columns it skipped (bench/RESULTS.md).
 constexpr int64_t kCandidateMaxCols = 4096;
+// The smallest k whose candidates the SIMD keeper (simd_topk_of_candidates) takes: without a
+// branch an entry, it beats the sorted keeper's mispredicted insertions at k = 8 and 16, and
+// loses at k = 4 (slightly) and k = 2, whose few candidates the sorted keeper takes in a few
+// predictable steps (bench/RESULTS.md).
+constexpr int64_t kSimdKeeperMinK = 8;
 
 void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries, int32_t* candidates) {
   const int64_t cols = q.in[0].cols, k = q.k;
@@ -147,31 +152,43 @@ void run_row(size_t target, const onorm_request& q, int64_t r, Entry* entries, i
   float placeholder = 0.0f;
   const onorm_request s = softmax_row_request(q, r, &placeholder);
 
-  // The selection scans each chunk of the row right after the statistics' pass has read it.
+  // The selection scans each chunk of the row right after the statistics' pass has read it;
+  // a short row whose k first the lanes hold, k from kSimdKeeperMinK, takes them from its
+  // candidates in SIMD first.
   const int64_t nc = candidates ? simd_topk_candidates(target, x, xt, cols, k, candidates) : -1;
+  uint32_t keys[kSortedMaxK];
+  int64_t picked_cols[kSortedMaxK];
+  const int64_t picked = nc >= 0 && k >= kSimdKeeperMinK && k <= kSortedMaxK
+                             ? simd_topk_of_candidates(target, x, xt, candidates, nc, k, keys, picked_cols)
+                             : -1;
+  for (int64_t i = 0; i < picked; ++i) entries[i] = Entry{keys[i], picked_cols[i]};
   core::MaxSum<double> ms;
-  with_dtype(xt, [&](auto tag) {
-    using In = typename decltype(tag)::type;
-    const auto select = [&](auto&& keeper) {
-      FirstKScan<In, std::remove_reference_t<decltype(keeper)>> first_k(target, xt, static_cast<const In*>(x), k, entries,
-                                                                         keeper);
-      const int32_t* c = candidates;
-      int64_t left = nc;
-      const auto chunk = [&](int64_t b, int64_t e) {
-        if (left < 0) return first_k.scan(b, e);
-        const int64_t used = first_k.scan_candidates(c, left, e);
-        c += used, left -= used;
+  if (picked >= 0) {
+    if (!q.renormalize) ms = softmax_row_state(target, s, simd_supports(target, s));
+  } else {
+    with_dtype(xt, [&](auto tag) {
+      using In = typename decltype(tag)::type;
+      const auto select = [&](auto&& keeper) {
+        FirstKScan<In, std::remove_reference_t<decltype(keeper)>> first_k(target, xt, static_cast<const In*>(x), k, entries,
+                                                                           keeper);
+        const int32_t* c = candidates;
+        int64_t left = nc;
+        const auto chunk = [&](int64_t b, int64_t e) {
+          if (left < 0) return first_k.scan(b, e);
+          const int64_t used = first_k.scan_candidates(c, left, e);
+          c += used, left -= used;
+        };
+        if (q.renormalize) {
+          chunk(0, cols);
+        } else {
+          ms = softmax_row_state(target, s, simd_supports(target, s), chunk);
+        }
+        keeper.finish();
       };
-      if (q.renormalize) {
-        chunk(0, cols);
-      } else {
-        ms = softmax_row_state(target, s, simd_supports(target, s), chunk);
-      }
-      keeper.finish();
-    };
-    if (k <= kSortedMaxK) select(SortedFirstK(entries, k));
-    else select(BatchedFirstK(entries, k, cols));
-  });
+      if (k <= kSortedMaxK) select(SortedFirstK(entries, k));
+      else select(BatchedFirstK(entries, k, cols));
+    });
+  }
 
   // The values: the whole row's softmax (Softmax's rules: a NaN or +inf row is NaN, an all
   // -inf row 0), or the softmax over the selected logits, the first of which is their maximum.
