@@ -1,7 +1,6 @@
 #include "option_rows.hpp"
 
 #include "onlinenorm/core/quantize.hpp"
-#include "onlinenorm/core/residual.hpp"
 #include "request_form.hpp"
 #include "scalar_rows.hpp"
 #include "validate.hpp"
@@ -18,16 +17,7 @@ struct OptionRow {
   const void* r;  // nullptr: no residual
   onorm_dtype rt;
   onorm_dtype ht;
-  double h(int64_t j) const {
-    const double a = load_at(x, xt, j);
-    if (!r) return a;
-    const double b = load_at(r, rt, j);
-    double h = a;
-    with_dtype(ht, [&](auto tag) {
-      h = core::residual_add<typename decltype(tag)::type>(a, b, xt == ONORM_F64 || rt == ONORM_F64);
-    });
-    return h;
-  }
+  double h(int64_t j) const { return r ? residual_at(x, xt, r, rt, ht, j) : load_at(x, xt, j); }
   template <class Op, typename Acc>
   void at(int64_t c, Acc* v) const {
     v[0] = h(c);

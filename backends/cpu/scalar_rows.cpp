@@ -1,7 +1,5 @@
 #include "scalar_rows.hpp"
 
-#include "onlinenorm/core/residual.hpp"
-
 namespace onorm {
 namespace cpu {
 namespace {
@@ -85,17 +83,12 @@ void scalar_run_rows(const onorm_request& q, int64_t r0, int64_t r1) {
 
 void scalar_add_rows(const onorm_rows& x, const onorm_rows& res, const onorm_rows& h, int64_t r0, int64_t h0,
                      int64_t n) {
-  const bool wide = x.dtype == ONORM_F64 || res.dtype == ONORM_F64;
-  with_dtype(h.dtype, [&](auto ht) {
-    using H = typename decltype(ht)::type;
-    for (int64_t i = 0; i < n; ++i) {
-      const void* xr = row_of(x, r0 + i);
-      const void* ar = row_of(res, r0 + i);
-      void* hr = const_cast<void*>(row_of(h, h0 + i));
-      for (int64_t j = 0; j < x.cols; ++j)
-        store_at(hr, h.dtype, j, core::residual_add<H>(load_at(xr, x.dtype, j), load_at(ar, res.dtype, j), wide));
-    }
-  });
+  for (int64_t i = 0; i < n; ++i) {
+    const void* xr = row_of(x, r0 + i);
+    const void* ar = row_of(res, r0 + i);
+    void* hr = const_cast<void*>(row_of(h, h0 + i));
+    for (int64_t j = 0; j < x.cols; ++j) store_at(hr, h.dtype, j, residual_at(xr, x.dtype, ar, res.dtype, h.dtype, j));
+  }
 }
 
 }  // namespace cpu

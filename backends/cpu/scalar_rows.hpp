@@ -14,6 +14,7 @@
 #include "onlinenorm/core/ops/dispatch.hpp"
 #include "onlinenorm/core/ops/partial_states.hpp"
 #include "onlinenorm/core/pairwise.hpp"
+#include "onlinenorm/core/residual.hpp"
 #include "validate.hpp"
 
 namespace onorm {
@@ -108,6 +109,17 @@ inline double load_at(const void* p, onorm_dtype t, int64_t i) {
 }
 inline void store_at(void* p, onorm_dtype t, int64_t i, double v) {
   with_dtype(t, [&](auto tag) { store_as(static_cast<typename decltype(tag)::type*>(p), i, v); });
+}
+
+// Element i of h = core::residual_add of x (dtype xt) and the residual r (dtype rt), rounded
+// once to ht: the norms' portable residual add.
+inline double residual_at(const void* x, onorm_dtype xt, const void* r, onorm_dtype rt, onorm_dtype ht, int64_t i) {
+  const double a = load_at(x, xt, i), b = load_at(r, rt, i);
+  double h = a;
+  with_dtype(ht, [&](auto tag) {
+    h = core::residual_add<typename decltype(tag)::type>(a, b, xt == ONORM_F64 || rt == ONORM_F64);
+  });
+  return h;
 }
 
 // Row r of a row tensor.
