@@ -113,6 +113,21 @@ __device__ __forceinline__ void cluster_store_quantized(const gpu::RowArgs& a, i
 #endif
 }
 
+// The K states of a mailbox set merged by the first lanes of a warp (lane 0 gets the row's):
+// the butterfly over the next power of two of lanes at or above K, not over the warp. The
+// levels it leaves out combined the states with identities (the same bits), and each is a
+// shuffle and a combine on every row's critical path (an exp for softmax, Chan's formula in
+// double for LayerNorm).
+template <int WARP, typename S>
+__device__ __forceinline__ S merge_slots(const S* slot, int64_t K, int lane) {
+  static_assert(kMaxCluster <= WARP, "a cluster's states in one warp");
+  const S st = lane < K ? slot[lane] : S::identity();
+  if (K <= 2) return gpu::group_merge<2>(st, lane % 2);
+  if (K <= 4) return gpu::group_merge<4>(st, lane % 4);
+  if (K <= 8) return gpu::group_merge<8>(st, lane % 8);
+  return gpu::group_merge<kMaxCluster>(st, lane % kMaxCluster);
+}
+
 // Blocks per SM that the kernels' register cap leaves room for: 1024 threads' worth, or three
 // blocks of 256 for the ops of two inputs (the backward passes), whose slices spill under the
 // cap of four (ptxas, sm_90a). The norms spill too but measured slower with fewer blocks
@@ -179,8 +194,7 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
   }
   if (threadIdx.x < WARP) {
     bulk::wait(&mail.full[set], (j >> 1) & 1u);
-    S st = lane < K ? mail.slot[set][lane] : S::identity();
-    st = gpu::group_merge<WARP>(st, lane);
+    const S st = merge_slots<WARP>(mail.slot[set], K, lane);
     if (lane == 0) merged = st;
   }
   __syncthreads();  // `merged` visible; the slots are read before the next row's stores into them
