@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, ITEMS, BLOCK>())
   const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
   const int lane = static_cast<int>(threadIdx.x);
   float v[Op::kInputs][ITEMS * R::kVec];
-  gpu::load_row_inputs<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
+  gpu::load_row_inputs<R, ITEMS, BLOCK, WARP>(a, row, col0, n, lane, v);
   bulk::cluster_wait();  // every block's barriers are ready for the stores
   cluster_row<R, WARP, ITEMS, BLOCK>(a, s, row, 0, col0, n, lane, v, scratch, mail, merged, a);
 #endif

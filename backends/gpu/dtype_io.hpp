@@ -4,6 +4,9 @@
 #pragma once
 
 #include "vendor_shim.hpp"  // first: the vendor runtime defines __host__ / __device__
+
+#include <stdint.h>
+
 #include "onlinenorm/core/element.hpp"
 
 namespace onorm {
@@ -248,11 +251,122 @@ ONORM_DEV void load_items(const In* p, int n, int lane, float* v, bool aligned, 
   for (int i = 0; i < ITEMS; ++i) load_one_item<In, VEC>(p, (lane + i * STRIDE) * VEC, n, aligned, pad, v + i * VEC);
 }
 
+// A row that starts `off` bytes past a 16-byte boundary (the rows of a tensor whose row length
+// is not a multiple of 16 bytes): item c's bytes lie across its own kQ aligned 16-byte chunks
+// (from p + c - off) and the next one, which is the first chunk of the next thread's item. Each
+// thread loads its own chunks, and a group of G lanes (the row's threads where they share a
+// warp, else the warp) passes each item's first chunk to the lane before it by a shuffle; the
+// group's last lane loads that chunk itself. A chunk is loaded only where it lies inside the
+// row; an item whose chunks do not all (the first of a row, the last ones) takes its elements
+// one at a time. The item's words are picked out of the loaded ones (the row's run-time word
+// offset, then half a word across for 16-bit elements at an odd 2-byte offset): a thread gets
+// the same elements as with element loads, so the same floats. Every lane of the warp calls it.
+template <typename In, int ITEMS, int STRIDE, int VEC, int WARP>
+ONORM_DEV void load_shifted_items(const In* p, int n, int lane, float* v, float pad) {
+  constexpr int kQ = VEC * static_cast<int>(sizeof(In)) / 16;
+  constexpr int kW = 4 * kQ;
+  constexpr int G = STRIDE < WARP ? STRIDE : WARP;
+  const unsigned off = static_cast<unsigned>(reinterpret_cast<uintptr_t>(p) % 16u);
+  const auto* base = reinterpret_cast<const shim::Vec16*>(reinterpret_cast<const unsigned char*>(p) - off);
+  const int64_t end = int64_t(n) * int64_t(sizeof(In)) + off;  // the row's end, in bytes from base
+  const auto inside = [&](int64_t q) { return q * 16 >= int64_t(off) && q * 16 + 16 <= end; };
+  const int g = lane % G;
+  shim::Vec16 own[ITEMS][kQ];
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i)
+#pragma unroll
+    for (int j = 0; j < kQ; ++j) {
+      const int64_t q = int64_t(lane + i * STRIDE) * kQ + j;
+      own[i][j].x = own[i][j].y = own[i][j].z = own[i][j].w = 0u;
+      if (inside(q)) own[i][j] = base[q];
+    }
+  const unsigned k = off / 4u;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int c = (lane + i * STRIDE) * VEC;
+    uint32_t r[kW + 4];
+#pragma unroll
+    for (int j = 0; j < kQ; ++j) {
+      r[4 * j] = own[i][j].x; r[4 * j + 1] = own[i][j].y; r[4 * j + 2] = own[i][j].z; r[4 * j + 3] = own[i][j].w;
+    }
+    const int src = g + 1 < G ? g + 1 : 0;
+    r[kW] = shim::shfl_idx(own[i][0].x, src, G);
+    r[kW + 1] = shim::shfl_idx(own[i][0].y, src, G);
+    r[kW + 2] = shim::shfl_idx(own[i][0].z, src, G);
+    r[kW + 3] = shim::shfl_idx(own[i][0].w, src, G);
+    if (g == G - 1) {
+      const int64_t q = int64_t(lane + i * STRIDE + 1) * kQ;
+      if (inside(q)) {
+        const shim::Vec16 x = base[q];
+        r[kW] = x.x; r[kW + 1] = x.y; r[kW + 2] = x.z; r[kW + 3] = x.w;
+      }
+    }
+    if (c >= VEC && int64_t(c) * int64_t(sizeof(In)) + (kQ + 1) * 16 <= end) {
+      // words k.. of r (two selects a word), then half a word across at an odd 2-byte offset
+      uint32_t t[kW + 1];
+#pragma unroll
+      for (int j = 0; j <= kW; ++j) {
+        const uint32_t lo = (k & 2u) ? r[j + 2] : r[j];
+        const uint32_t hi = (k & 2u) ? r[j + 3] : r[j + 1];
+        t[j] = (k & 1u) ? hi : lo;
+      }
+      RawN<In, VEC> w;
+#pragma unroll
+      for (int j = 0; j < kW; ++j) w.w[j] = (off & 2u) ? (t[j] >> 16) | (t[j + 1] << 16) : t[j];
+      unpack_n<In, VEC>(w, v + i * VEC);
+    } else {
+      load_one_item<In, VEC>(p, c, n, false, pad, v + i * VEC);
+    }
+  }
+}
+
+// load_items for a row of a tensor whose rows are aligned (`aligned`) or not (then, for 16-bit
+// elements in items of whole 16-byte vectors, load_shifted_items). 4-byte element loads already
+// fill a warp's transactions: f32 rows off a boundary measured slower shifted for most ops
+// (bench/RESULTS.md). Every lane of the warp calls it.
+template <typename In, int ITEMS, int STRIDE, int VEC, int WARP>
+ONORM_DEV void load_row_items(const In* p, int n, int lane, float* v, bool aligned, float pad) {
+  if constexpr (sizeof(In) == 2 && VEC * sizeof(In) % 16 == 0) {
+    if (!aligned) return load_shifted_items<In, ITEMS, STRIDE, VEC, WARP>(p, n, lane, v, pad);
+  }
+  load_items<In, ITEMS, STRIDE, VEC>(p, n, lane, v, aligned, pad);
+}
+
+// Stores VEC finished 16-bit values at q, which is not 16-byte aligned: in the widest stores its
+// address allows (at an odd 2-byte offset: one element, pairs as words, one element).
+template <typename Out, int VEC>
+ONORM_DEV void store_shifted_item(Out* q, const float* v) {
+  const unsigned a = static_cast<unsigned>(reinterpret_cast<uintptr_t>(q) % 16u);
+  uint32_t h[VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) h[i] = io<Out>::back(v[i]);
+  if (a % 8u == 0u) {
+#pragma unroll
+    for (int i = 0; i < VEC / 4; ++i) {
+      uint2 w;
+      w.x = h[4 * i] | (h[4 * i + 1] << 16); w.y = h[4 * i + 2] | (h[4 * i + 3] << 16);
+      reinterpret_cast<uint2*>(q)[i] = w;
+    }
+  } else if (a % 4u == 0u) {
+#pragma unroll
+    for (int i = 0; i < VEC / 2; ++i) reinterpret_cast<uint32_t*>(q)[i] = h[2 * i] | (h[2 * i + 1] << 16);
+  } else {
+    q[0].bits = static_cast<uint16_t>(h[0]);
+#pragma unroll
+    for (int i = 0; i < VEC / 2 - 1; ++i)
+      reinterpret_cast<uint32_t*>(q + 1)[i] = h[2 * i + 1] | (h[2 * i + 2] << 16);
+    q[VEC - 1].bits = static_cast<uint16_t>(h[VEC - 1]);
+  }
+}
+
 // Stores the VEC finished values of item c.
 template <typename Out, int VEC>
 ONORM_DEV void store_one_item(Out* p, int c, int n, bool aligned, const float* v) {
-  if (aligned && c + VEC <= n) {
+  constexpr bool kShifted = sizeof(Out) == 2 && VEC * sizeof(Out) % 16 == 0;
+  if (c + VEC <= n && (aligned || (kShifted && reinterpret_cast<uintptr_t>(p + c) % 16u == 0u))) {
     store_vec<Out, VEC>(p + c, v);
+  } else if (kShifted && c + VEC <= n) {
+    if constexpr (kShifted) store_shifted_item<Out, VEC>(p + c, v);
   } else {
 #pragma unroll
     for (int j = 0; j < VEC; ++j)

@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) s
   const int lane = g.lane, n = g.n;
   const int64_t rr = g.row;
   float v[Op::kInputs][ITEMS * R::kVec];
-  load_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+  load_inputs<R, ITEMS, TPR, WARP>(a, rr, 0, n, lane, v);
   const ChunkStats<Op> cs = chunk_passes<R, ITEMS, TPR>(v, n, lane, RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
   if constexpr (STAGE == kStageStats) {
     S st = cs.merged();

@@ -109,8 +109,9 @@ ONORM_DEV void element_of(const float (&v)[NI][E], int e, float* x) {
 // of them 16-bit: whole items of aligned rows with every load issued before the first
 // conversion (load_whole_pair). f32 words need no conversion, so load_items' loads do not
 // wait: the same order for two f32 inputs measured slower where the slices spill
-// (bench/RESULTS.md).
-template <typename R, int ITEMS, int STRIDE>
+// (bench/RESULTS.md). Rows off a 16-byte boundary: load_row_items (every lane of the warp calls
+// it).
+template <typename R, int ITEMS, int STRIDE, int WARP>
 ONORM_DEV void load_inputs(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
                            float (&v)[R::Op::kInputs][ITEMS * R::kVec]) {
   using Op = typename R::Op;
@@ -123,10 +124,14 @@ ONORM_DEV void load_inputs(const RowArgs& a, int64_t row, int64_t col0, int n, i
       load_whole_pair<typename R::In, typename R::In1, ITEMS, STRIDE, VEC>(x, x1, lane, v[0], v[1]);
       return;
     }
+    load_row_items<typename R::In, ITEMS, STRIDE, VEC, WARP>(x, n, lane, v[0], a.in_vec[0] != 0, Op::pad(0));
+    load_row_items<typename R::In1, ITEMS, STRIDE, VEC, WARP>(x1, n, lane, v[1], a.in_vec[1] != 0, Op::pad(1));
+  } else if constexpr (R::kOptions) {
+    // (By element off a 16-byte boundary: load_row_items cost the option kernels registers and
+    // spills, ptxas sm_90a.)
     load_items<typename R::In, ITEMS, STRIDE, VEC>(x, n, lane, v[0], a.in_vec[0] != 0, Op::pad(0));
-    load_items<typename R::In1, ITEMS, STRIDE, VEC>(x1, n, lane, v[1], a.in_vec[1] != 0, Op::pad(1));
   } else {
-    load_items<typename R::In, ITEMS, STRIDE, VEC>(x, n, lane, v[0], a.in_vec[0] != 0, Op::pad(0));
+    load_row_items<typename R::In, ITEMS, STRIDE, VEC, WARP>(x, n, lane, v[0], a.in_vec[0] != 0, Op::pad(0));
   }
 }
 

@@ -51,6 +51,8 @@ ONORM_DEV void add_residual(const RowArgs& a, int64_t row, int64_t col0, int n, 
   constexpr int VEC = R::kVec;
   const In* r = static_cast<const In*>(a.opt.res) + row * a.opt.res_stride + col0;
   float t[ITEMS * VEC];
+  // (Rows off a 16-byte boundary by element: load_row_items here measured more registers and
+  // spills in the norms' option kernels, ptxas sm_90a.)
   load_items<In, ITEMS, STRIDE, VEC>(r, n, lane, t, a.opt.res_vec != 0, 0.0f);
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
@@ -64,7 +66,7 @@ ONORM_DEV void add_residual(const RowArgs& a, int64_t row, int64_t col0, int n, 
 // A thread's items of x, and h = x + residual where the request has one (add_residual); whole
 // items of aligned rows with every load of both issued before the first conversion
 // (load_whole_pair).
-template <typename R, int ITEMS, int STRIDE>
+template <typename R, int ITEMS, int STRIDE, int WARP>
 ONORM_DEV void load_row_inputs(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
                                float (&v)[R::Op::kInputs][ITEMS * R::kVec]) {
   if constexpr (R::kOptions) {
@@ -80,13 +82,13 @@ ONORM_DEV void load_row_inputs(const RowArgs& a, int64_t row, int64_t col0, int 
 #pragma unroll
         for (int e = 0; e < ITEMS * VEC; ++e) v[0][e] = round_to<In>(v[0][e] + t[e]);
       } else {
-        load_inputs<R, ITEMS, STRIDE>(a, row, col0, n, lane, v);
+        load_inputs<R, ITEMS, STRIDE, WARP>(a, row, col0, n, lane, v);
         add_residual<R, ITEMS, STRIDE>(a, row, col0, n, lane, v);
       }
       return;
     }
   }
-  load_inputs<R, ITEMS, STRIDE>(a, row, col0, n, lane, v);
+  load_inputs<R, ITEMS, STRIDE, WARP>(a, row, col0, n, lane, v);
 }
 
 // h (v[0], before the finish) into residual_out, where the request has one.

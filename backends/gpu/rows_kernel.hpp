@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) r
   const int lane = g.lane, n = g.n;
   const int64_t rr = g.row;
   float v[Op::kInputs][E];
-  load_row_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+  load_row_inputs<R, ITEMS, TPR, WARP>(a, rr, 0, n, lane, v);
   const ChunkStats<Op> cs = chunk_passes<R, ITEMS, TPR>(v, n, lane, RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
   const typename Op::Params prm = Op::params(a.param);
   bool ok;
@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) r
   // it; inactive groups never count), read from memory; then the values again (not written yet).
   if constexpr (Op::kF64Fallback) {
     if (rows_f64<R, WARP, TPR, BLOCK>(a, rr, n, lane, prm, ok || n == 0, cf)) {
-      load_row_inputs<R, ITEMS, TPR>(a, rr, 0, n, lane, v);
+      load_row_inputs<R, ITEMS, TPR, WARP>(a, rr, 0, n, lane, v);
       if constexpr (Op::kKeepsLift) chunk_passes<R, ITEMS, TPR>(v, n, lane, RowReduce<Op, WARP, TPR, BLOCK>{&scratch, lane});
     }
   }

@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(BLOCK) split_chunk_kernel(RowArgs a, SplitArgs
   const int64_t col0 = chunk * s.chunk;
   const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
   float v[Op::kInputs][ITEMS * R::kVec];
-  load_inputs<R, ITEMS, BLOCK>(a, row, col0, n, lane, v);
+  load_inputs<R, ITEMS, BLOCK, WARP>(a, row, col0, n, lane, v);
   const ChunkStats<Op> cs = slice_passes<R, WARP, ITEMS, BLOCK>(v, n, lane, scratch);
   if constexpr (MODE == kModeStats) {
     if (lane == 0) static_cast<S*>(s.entries)[blockIdx.y * s.chunks + chunk] = cs.merged();
