@@ -243,6 +243,48 @@ TEST_P(LongRowTest, StreamedRowsWithColumnVectorsOnAndOffAlignment) {
   }
 }
 
+// Long rows off a 16-byte boundary (an odd row length in 16-bit, a stride of cols + 3 with x
+// one element past the boundary, in place), more rows than an H200 keeps clusters resident:
+// the GPUs' cluster rows load them shifted (16-bit) or by element, and their first and last
+// slices end off a boundary; 16-bit LayerNorm's and RMSNorm's column vectors one element off
+// alignment with a last slice of an odd length. The CPU: two rows a case.
+TEST_P(LongRowTest, RowsOffABoundary) {
+  ONORM_OPEN_OR_SKIP(ctx, GetParam());
+  const bool cpu = GetParam() == ONORM_BACKEND_CPU;
+  ONORM_SEEDED_RNG(rng);
+  struct Case {
+    Op op;
+    onorm_dtype dt;
+    int64_t rows, cols;
+    int layout;  // 0: dense, 1: x and y one element past a boundary, padded rows, 2: in place
+  };
+  const Case cases[] = {{Op::softmax, ONORM_BF16, 300, 32001, 0},      {Op::log_softmax, ONORM_BF16, 300, 32001, 1},
+                        {Op::rms_norm, ONORM_BF16, 300, 32001, 1},     {Op::layer_norm, ONORM_BF16, 300, 32001, 0},
+                        {Op::layer_norm, ONORM_F16, 120, 50257, 1},    {Op::softmax, ONORM_F16, 120, 50257, 2},
+                        {Op::rms_norm, ONORM_F16, 120, 50257, 0},      {Op::softmax, ONORM_F32, 60, 65537, 1},
+                        {Op::log_softmax, ONORM_F32, 60, 65537, 2},    {Op::rms_norm, ONORM_F32, 40, 131073, 1}};
+  for (const Case& c : cases) {
+    Layout L;
+    if (c.layout == 1) {
+      L.x_pad = 3;
+      L.y_pad = 1;
+      L.x_offset = L.y_offset = 1;
+      L.gamma = L.beta = L.mean = L.rstd = true;
+      L.col_offset = 1;
+    } else if (c.layout == 2) {
+      L.in_place = true;
+      L.x_pad = 2;
+      L.x_offset = 1;
+    } else {
+      L.gamma = L.rstd = true;
+    }
+    const int64_t rows = cpu ? 2 : c.rows;
+    EXPECT_TRUE(run_checked(ctx, c.op, c.dt, c.dt, rows, c.cols, L, rng))
+        << onorm_ref::op_name(c.op) << " " << dtype_name(c.dt) << " " << rows << " x " << c.cols << " layout " << c.layout;
+    if (HasFailure()) return;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, LongRowTest, ::testing::ValuesIn(all_backends()), BackendName());
 
 }  // namespace
