@@ -7,11 +7,12 @@
 //   cluster_rows_kernel    one cluster per row, the slice loaded into registers;
 //   cluster_stream_kernel  a resident grid of clusters, each walking rows: the copy engine
 //                          brings a block's slice of the next row into shared memory while
-//                          the block reduces, merges and writes the current one (rows whose
-//                          inputs start on 16 bytes and whose bytes are a multiple of 16);
-//                          the block's slice of gamma waits in shared memory for every row
-//                          (read once per block, not once per row from L2). LayerNorm's
-//                          16-bit rows keep two stages and finish from shared memory.
+//                          the block reduces, merges and writes the current one (from the
+//                          16-byte boundary at or below the slice's start: rows off a
+//                          boundary stream too); the block's slice of gamma waits in shared
+//                          memory for every row (read once per block, not once per row from
+//                          L2). LayerNorm's 16-bit rows (aligned only) keep two stages and
+//                          finish from shared memory.
 // A register prefetch of the next row measured slower (twice the registers, fewer blocks
 // resident; bench/cuda/NOTES.md); the shared-memory stage costs no registers.
 // The norms' options (RowOptions) as in the register rows: the residual added as the slice
@@ -24,6 +25,7 @@
 
 #include "bulk_copy.cuh"
 #include "row_options.hpp"
+#include "row_plan.hpp"
 #include "slices.hpp"
 
 namespace onorm {
@@ -142,7 +144,7 @@ constexpr int cluster_min_blocks() {
 // The finish of a slice whose values wait in shared memory (`x`, the stream kernel's stage)
 // rather than in registers: item by item, x and the column vectors loaded, finished and stored,
 // so that no value of the slice is live across the cluster's merge. `cols`: the column vectors
-// (from column 0 where kColsStaged, else from col0).
+// (from column 0 where kColsStaged, else from col0). x starts on 16 bytes (gpu::stream_rows).
 template <typename R, int ITEMS, int BLOCK, bool kColsStaged>
 __device__ __forceinline__ void finish_from_stage(const gpu::RowArgs& a, const gpu::RowArgs& cols, int64_t row,
                                                   int64_t col0, int n, int lane, const typename R::In* x,
@@ -249,25 +251,24 @@ template <typename T>
 __host__ __device__ constexpr size_t stream_slice_bytes(int64_t chunk) {
   return (static_cast<size_t>(chunk) * sizeof(T) + 127) / 128 * 128;
 }
-// LayerNorm's 16-bit rows finish from the stage (finish_from_stage) and so keep two stages: the
-// next row lands in the other while the finish reads this one; gamma and beta come from L2
-// (staged beside the two stages they leave three blocks an SM, or one of 512 threads: no faster,
-// and slower at 262144 columns). The other ops hold their values in registers from the passes to
-// the finish, the next row landing in the one stage as soon as they are loaded: RMSNorm and
-// log-softmax measured slower finishing from the stage (bench/RESULTS.md, issue 11); f32
-// LayerNorm's two stages would take 64 KB a block (not tried).
+// A stage: a slice copied from the 16-byte boundary at or below its first element to the one at
+// or above its last (the copy engine's alignment), so up to 15 bytes each side more.
+template <typename In>
+__host__ __device__ constexpr size_t stream_stage_bytes(int64_t chunk) {
+  return (static_cast<size_t>(chunk) * sizeof(In) + 32 + 127) / 128 * 128;
+}
+// LayerNorm's 16-bit rows (gpu::kStreamReload) keep two stages: the next row lands in the other
+// while the finish reads this one.
 template <typename R>
-constexpr bool kStreamReload = !R::Op::kKeepsLift && R::Op::kCols > 1 && sizeof(typename R::In) == 2;
+constexpr int kStreamStages = gpu::kStreamReload<R> ? 2 : 1;
 template <typename R>
-constexpr int kStreamStages = kStreamReload<R> ? 2 : 1;
-template <typename R>
-constexpr bool kStreamStagedCols = !kStreamReload<R>;
+constexpr bool kStreamStagedCols = !gpu::kStreamReload<R>;
 // The stream kernel's dynamic shared memory: the stages and, for ops with column vectors
 // (gamma, beta), the block's slice of each, read from there by every row the cluster streams.
 template <typename R>
 __host__ __device__ constexpr size_t stream_smem_bytes(int64_t chunk) {
   const int cols = kStreamStagedCols<R> ? R::Op::kCols : 0;
-  return stream_slice_bytes<typename R::In>(chunk) * size_t(kStreamStages<R>) +
+  return stream_stage_bytes<typename R::In>(chunk) * size_t(kStreamStages<R>) +
          stream_slice_bytes<typename R::Col>(chunk) * size_t(cols);
 }
 
@@ -284,34 +285,73 @@ __device__ __forceinline__ gpu::RowArgs stage_columns(const gpu::RowArgs& a, int
     if (!a.col[q]) continue;
     Col* to = reinterpret_cast<Col*>(dst + q * stream_slice_bytes<Col>(chunk));
     const Col* from = static_cast<const Col*>(a.col[q]) + col0;
-    if (a.col_vec) {  // n is a multiple of x's vector width (stream_rows), and so of Col's
+    int done = 0;
+    if (a.col_vec) {  // col0 is a multiple of x's vector width, and so of Col's
       constexpr int V = 16 / sizeof(Col);
       for (int i = threadIdx.x; i < n / V; i += BLOCK)
         reinterpret_cast<gpu::shim::Vec16*>(to)[i] = reinterpret_cast<const gpu::shim::Vec16*>(from)[i];
-    } else {
-      for (int i = threadIdx.x; i < n; i += BLOCK) to[i] = from[i];
+      done = n / V * V;
     }
+    for (int i = done + static_cast<int>(threadIdx.x); i < n; i += BLOCK) to[i] = from[i];
     c.col[q] = to;
   }
   c.col_vec = 1;  // the slices start on a line
   return c;
 }
 
-// Thread 0: the copy of `row`'s slice into the stage, landing on `landed`.
+// Where `row`'s slice starts in global memory, and its bytes past a 16-byte boundary: the
+// slice's first element lies that far into its stage.
+template <typename R>
+__device__ __forceinline__ const typename R::In* slice_start(const gpu::RowArgs& a, int64_t row, int64_t col0) {
+  return static_cast<const typename R::In*>(a.in[0]) + row * a.in_stride[0] + col0;
+}
+template <typename R>
+__device__ __forceinline__ unsigned stage_offset(const gpu::RowArgs& a, int64_t row, int64_t col0) {
+  return static_cast<unsigned>(reinterpret_cast<uintptr_t>(slice_start<R>(a, row, col0)) % 16u);
+}
+
+// Thread 0: the copy of `row`'s slice into the stage, landing on `landed`: the 16-byte vectors
+// that cover it, where they lie inside the tensor's bytes (the rows of a view, the padding
+// between them). The tensor's first and last bytes may not: there, the vectors inside the
+// slice by the copy engine and its elements outside them one at a time (written before the
+// barriers of cluster_row that precede the stage's next reads).
 template <typename R>
 __device__ __forceinline__ void stage_slice(const gpu::RowArgs& a, int64_t row, int64_t col0, int n,
                                             unsigned char* stage, uint64_t* landed) {
   using In = typename R::In;
-  const uint32_t bytes = static_cast<uint32_t>(n * int64_t(sizeof(In)));
+  const In* from = slice_start<R>(a, row, col0);
+  if constexpr (gpu::kStreamReload<R>) {  // aligned rows only (gpu::stream_rows): no registers for the rest
+    const uint32_t bytes = static_cast<uint32_t>(n * int64_t(sizeof(In)));
+    bulk::arrive_expect(landed, bytes);
+    if (bytes) bulk::copy(stage, from, bytes, landed);
+    return;
+  }
+  constexpr uintptr_t kSize = sizeof(In);
+  const uintptr_t first = reinterpret_cast<uintptr_t>(from), end = first + uintptr_t(n) * kSize;
+  const uintptr_t lo = first & ~uintptr_t(15), hi = (end + 15) & ~uintptr_t(15);
+  const uintptr_t tensor_lo = reinterpret_cast<uintptr_t>(a.in[0]);
+  const uintptr_t tensor_hi = tensor_lo + uintptr_t((a.rows - 1) * a.in_stride[0] + a.cols) * kSize;
+  if (lo >= tensor_lo && hi <= tensor_hi) {
+    const uint32_t bytes = n > 0 ? static_cast<uint32_t>(hi - lo) : 0u;
+    bulk::arrive_expect(landed, bytes);
+    if (bytes) bulk::copy(stage, reinterpret_cast<const void*>(lo), bytes, landed);
+    return;
+  }
+  const uintptr_t in_lo = (first + 15) & ~uintptr_t(15), in_hi = end & ~uintptr_t(15);
+  const uint32_t bytes = in_hi > in_lo ? static_cast<uint32_t>(in_hi - in_lo) : 0u;
   bulk::arrive_expect(landed, bytes);
-  if (bytes) bulk::copy(stage, static_cast<const In*>(a.in[0]) + row * a.in_stride[0] + col0, bytes, landed);
+  if (bytes) bulk::copy(stage + (in_lo - lo), reinterpret_cast<const void*>(in_lo), bytes, landed);
+  In* to = reinterpret_cast<In*>(stage + (first - lo));
+  const int head = bytes ? static_cast<int>((in_lo - first) / kSize) : n;
+  const int tail = bytes ? static_cast<int>((in_hi - first) / kSize) : n;
+  for (int i = 0; i < head; ++i) to[i] = from[i];
+  for (int i = tail; i < n; ++i) to[i] = from[i];
 }
 #endif
 
 // grid.x = clusters * K (every cluster resident), cluster (K, 1, 1); cluster c takes rows c,
 // c + clusters, ...; s.chunk, s.chunks as for cluster_rows_kernel; dynamic shared memory:
-// stream_smem_bytes<R>(s.chunk). Ops of one input; the planner checks the copy engine's
-// alignment (stream_rows).
+// stream_smem_bytes<R>(s.chunk). Ops of one input.
 template <typename R, int WARP, int ITEMS, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, ITEMS, BLOCK>())) cluster_stream_kernel(gpu::RowArgs a, gpu::SplitArgs s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -323,7 +363,7 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, ITEMS, BLOCK>())
   constexpr int kStages = kStreamStages<R>;
   __shared__ uint64_t landed[kStages];  // each stage's barrier: one phase per row it takes
   ONORM_DYNAMIC_SMEM(stage);
-  const size_t slice = stream_slice_bytes<typename R::In>(s.chunk);
+  const size_t slice = stream_stage_bytes<typename R::In>(s.chunk);
   const int64_t K = s.chunks;
   const int64_t col0 = static_cast<int64_t>(cooperative_groups::this_cluster().block_rank()) * s.chunk;
   const int n = static_cast<int>(a.cols - col0 < s.chunk ? a.cols - col0 : s.chunk);
@@ -342,10 +382,15 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, ITEMS, BLOCK>())
   bulk::cluster_wait();
   for (uint32_t j = 0; row < a.rows; row += step, ++j) {
     const uint32_t b = j % kStages;  // the stage of row j, and its phase: the how-manieth row it takes
-    const auto* x = reinterpret_cast<const typename R::In*>(stage + b * slice);
+    // (The ops that finish from the stage stream aligned rows only: their kernels keep one load.)
+    const unsigned off = gpu::kStreamReload<R> ? 0u : stage_offset<R>(a, row, col0);
+    const auto* x = reinterpret_cast<const typename R::In*>(stage + b * slice + off);
     bulk::wait(&landed[b], (j / kStages) & 1u);
     float v[Op::kInputs][ITEMS * R::kVec];
-    gpu::load_items<typename R::In, ITEMS, BLOCK, R::kVec>(x, n, lane, v[0], true, Op::pad(0));
+    if constexpr (gpu::kStreamReload<R>)
+      gpu::load_items<typename R::In, ITEMS, BLOCK, R::kVec>(x, n, lane, v[0], true, Op::pad(0));
+    else
+      gpu::load_row_items<typename R::In, ITEMS, BLOCK, R::kVec, WARP>(x, n, lane, v[0], off == 0, Op::pad(0));
     // One stage: every thread holds its values. Two: every thread has finished the row before
     // from the other stage. Either way the next row may land there.
     __syncthreads();
@@ -354,8 +399,8 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, ITEMS, BLOCK>())
       bulk::fence_before_copy();
       stage_slice<R>(a, row + step, col0, n, stage + next * slice, &landed[next]);
     }
-    cluster_row<R, WARP, ITEMS, BLOCK, kStreamStagedCols<R>, kStreamReload<R>>(a, s, row, j, col0, n, lane, v, scratch,
-                                                                                mail, merged, staged, x);
+    cluster_row<R, WARP, ITEMS, BLOCK, kStreamStagedCols<R>, gpu::kStreamReload<R>>(a, s, row, j, col0, n, lane, v,
+                                                                                     scratch, mail, merged, staged, x);
   }
 #endif
 }

@@ -191,23 +191,36 @@ struct ClusterTiers {
   static constexpr int64_t cols(int t) { return int64_t(kTier[t].block) * kTier[t].elems; }
 };
 
-// Rows that stream through resident clusters (cluster_stream): rows of one input without the
-// norms' options whose rows the copy engine can stage (they start on 16 bytes and hold a
-// multiple of 16 bytes), of kStreamMinSlices slices or more. Measured on an H200
-// (bench/RESULTS.md, issue 11): softmax and log-softmax faster streamed from 8 slices in f32
-// and from 4 in 16-bit; RMSNorm (its gamma slice kept in shared memory across the rows) from 4
-// in 16-bit and from 16 in f32 (slower at 8); LayerNorm from 4 in 16-bit, finishing from a
-// second stage (cluster_rows.cuh), and per row in f32 (streamed with its values in registers it
-// spilled more under the register cap and was slower in both); the norms' residual staged
-// beside x slower too.
+// Rows that stream through resident clusters (cluster_stream): rows of one input without the norms'
+// options, of kStreamMinSlices slices or more (stream_rows: which rows off a 16-byte boundary).
+// Measured on an H200 (bench/RESULTS.md, issue 11): softmax and log-softmax faster streamed from 8
+// slices in f32 and from 4 in 16-bit; RMSNorm (its gamma slice kept in shared memory across the
+// rows) from 4 in 16-bit and from 16 in f32 (slower at 8); LayerNorm from 4 in 16-bit, finishing
+// from a second stage (cluster_rows.cuh), and per row in f32 (streamed with its values in registers
+// it spilled more under the register cap and was slower in both); the norms' residual staged beside
+// x slower too.
 template <typename R>
 constexpr bool kStreamOp =
     R::Op::kInputs == 1 && !R::kOptions && (R::Op::kCols <= 1 || sizeof(typename R::In) == 2);
+// LayerNorm's 16-bit rows finish from the stage (finish_from_stage) and so keep two stages: the
+// next row lands in the other while the finish reads this one; gamma and beta come from L2
+// (staged beside the two stages they leave three blocks an SM, or one of 512 threads: no faster,
+// and slower at 262144 columns). The other ops hold their values in registers from the passes to
+// the finish, the next row landing in the one stage as soon as they are loaded: RMSNorm and
+// log-softmax measured slower finishing from the stage (bench/RESULTS.md, issue 11); f32
+// LayerNorm's two stages would take 64 KB a block (not tried).
+template <typename R>
+constexpr bool kStreamReload = !R::Op::kKeepsLift && R::Op::kCols > 1 && sizeof(typename R::In) == 2;
 template <typename R>
 constexpr int64_t kStreamMinSlices = R::kVec == 8 ? 4 : R::Op::kCols > 0 ? 16 : 8;
+// Rows off a 16-byte boundary (the stage then starts at the boundary below the slice) stream
+// where the finish reads registers only, from 5 slices: 16-bit LayerNorm's finish from the
+// stage lost 9-12 points at aligned widths when it took the row's offset, and at 4 slices the
+// stream of such rows was slower than a cluster a row (bench/RESULTS.md, issue 11).
 template <typename R>
-bool stream_rows(const RowArgs& a) {
-  return a.in_vec[0] && (a.cols * int64_t(sizeof(typename R::In))) % 16 == 0;
+bool stream_rows(const RowArgs& a, int64_t K) {
+  if (a.in_vec[0] && (a.cols * int64_t(sizeof(typename R::In))) % 16 == 0) return true;
+  return !kStreamReload<R> && K >= 5;
 }
 
 // Columns a slice of a row of `cols` split into K equal slices (the last may be shorter), each
@@ -224,7 +237,7 @@ bool cluster_tier(const RowArgs& a, int K, L& l, onorm_status& status) {
   s.prefetch_cols = l.caps().cluster_prefetch;
   // Streamed first: where its kernel fits (it checks), the per-row kernel's fit is not needed.
   if constexpr (kStreamOp<R>) {
-    if (l.caps().cluster_stream && K >= kStreamMinSlices<R> && stream_rows<R>(a) &&
+    if (l.caps().cluster_stream && K >= kStreamMinSlices<R> && stream_rows<R>(a, K) &&
         (l.template cluster_stream<R, W, kItems, kBlock>(K, a, s, status) || status != ONORM_OK))
       return true;
   }
