@@ -218,7 +218,7 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
     finish_from_stage<R, ITEMS, BLOCK, kColsStaged>(a, staged, row, col0, n, lane, stage, cf, cs, rank == 0);
   } else {
     gpu::slice_finish_values<R, ITEMS, BLOCK>(staged, row, kColsStaged ? 0 : col0, n, lane, v, cf, cs, rank == 0);
-    gpu::store_any<R, ITEMS, BLOCK>(a, row, col0, n, lane, v[0]);
+    gpu::store_any<R, ITEMS, BLOCK, WARP>(a, row, col0, n, lane, v[0]);
   }
 #endif
 }

@@ -320,14 +320,73 @@ ONORM_DEV void load_shifted_items(const In* p, int n, int lane, float* v, float 
   }
 }
 
-// load_items for a row of a tensor whose rows are aligned (`aligned`) or not (then, for 16-bit
-// elements in items of whole 16-byte vectors, load_shifted_items). 4-byte element loads already
-// fill a warp's transactions: f32 rows off a boundary measured slower shifted for most ops
-// (bench/RESULTS.md). Every lane of the warp calls it.
+// f32 rows off a 16-byte boundary, a block a row (STRIDE a multiple of WARP above it): item i
+// of a warp's lanes covers WARP * VEC consecutive floats. Taken element by element in the
+// items' own order (lane l: elements l * VEC + j), a warp's access touches VEC lines for one
+// line of bytes, and the L1 and L2 requests, not DRAM, bound the kernel (ncu, bench/RESULTS.md).
+// Here the warp reads and writes them lane after lane (one line an access) and passes them
+// through a region of shared memory a warp to the items' order: each thread gets or gives the
+// same elements, so the same floats. Every lane of the warp calls them.
+template <typename In, int STRIDE, int WARP>
+constexpr bool kThroughWarpBuffer = sizeof(In) == 4 && STRIDE > WARP && STRIDE % WARP == 0;
+template <int STRIDE, int WARP, int VEC>
+ONORM_DEV float* warp_buffer(int lane) {
+  __shared__ __align__(16) float buf[STRIDE / WARP][WARP * VEC];
+  return buf[lane / WARP];
+}
+template <int ITEMS, int STRIDE, int VEC, int WARP>
+ONORM_DEV void load_items_through_warp(const float* p, int n, int lane, float* v, float pad) {
+  float* w = warp_buffer<STRIDE, WARP, VEC>(lane);
+  const int l = lane % WARP;
+  float raw[ITEMS][VEC];
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int base = (lane - l + i * STRIDE) * VEC + l;
+#pragma unroll
+    for (int t = 0; t < VEC; ++t) raw[i][t] = base + t * WARP < n ? p[base + t * WARP] : pad;
+  }
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    shim::sync_warp();  // the warp's reads of the item before are done
+#pragma unroll
+    for (int t = 0; t < VEC; ++t) w[l + t * WARP] = raw[i][t];
+    shim::sync_warp();
+#pragma unroll
+    for (int q = 0; q < VEC / 4; ++q) {
+      const float4 f = reinterpret_cast<const float4*>(w + l * VEC)[q];
+      v[i * VEC + 4 * q] = f.x; v[i * VEC + 4 * q + 1] = f.y; v[i * VEC + 4 * q + 2] = f.z; v[i * VEC + 4 * q + 3] = f.w;
+    }
+  }
+}
+template <int ITEMS, int STRIDE, int VEC, int WARP>
+ONORM_DEV void store_items_through_warp(float* y, int n, int lane, const float* v) {
+  float* w = warp_buffer<STRIDE, WARP, VEC>(lane);
+  const int l = lane % WARP;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    shim::sync_warp();  // the warp's reads of the item before (or of the load) are done
+#pragma unroll
+    for (int q = 0; q < VEC / 4; ++q)
+      reinterpret_cast<float4*>(w + l * VEC)[q] =
+          make_float4(v[i * VEC + 4 * q], v[i * VEC + 4 * q + 1], v[i * VEC + 4 * q + 2], v[i * VEC + 4 * q + 3]);
+    shim::sync_warp();
+    const int base = (lane - l + i * STRIDE) * VEC + l;
+#pragma unroll
+    for (int t = 0; t < VEC; ++t)
+      if (base + t * WARP < n) y[base + t * WARP] = w[l + t * WARP];
+  }
+}
+
+// load_items for a row of a tensor whose rows are aligned (`aligned`) or not (then 16-bit
+// elements in items of whole 16-byte vectors by load_shifted_items, f32 rows a block holds
+// through the warp's buffer). Every lane of the warp calls it.
 template <typename In, int ITEMS, int STRIDE, int VEC, int WARP>
 ONORM_DEV void load_row_items(const In* p, int n, int lane, float* v, bool aligned, float pad) {
   if constexpr (sizeof(In) == 2 && VEC * sizeof(In) % 16 == 0) {
     if (!aligned) return load_shifted_items<In, ITEMS, STRIDE, VEC, WARP>(p, n, lane, v, pad);
+  }
+  if constexpr (kThroughWarpBuffer<In, STRIDE, WARP>) {
+    if (!aligned) return load_items_through_warp<ITEMS, STRIDE, VEC, WARP>(p, n, lane, v, pad);
   }
   load_items<In, ITEMS, STRIDE, VEC>(p, n, lane, v, aligned, pad);
 }

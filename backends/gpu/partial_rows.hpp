@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) s
     }
     cf = slice_coefs<Op>(a, rr, lane, cf, cs, n > 0);
     finish_items<R, ITEMS, TPR>(a, 0, n, lane, v, cf);
-    store_any<R, ITEMS, TPR>(a, rr, 0, n, lane, v[0]);
+    store_any<R, ITEMS, TPR, WARP>(a, rr, 0, n, lane, v[0]);
   }
 }
 

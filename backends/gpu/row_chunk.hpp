@@ -377,8 +377,15 @@ ONORM_DEV void store_items_as(void* out, int dtype, int64_t off, int n, int lane
       break;
   }
 }
-template <typename R, int ITEMS, int STRIDE>
+// The op's output row: f32 rows off a 16-byte boundary in groups of whole warps through the
+// warp's buffer (store_items_through_warp; every lane of the warp calls it).
+template <typename R, int ITEMS, int STRIDE, int WARP>
 ONORM_DEV void store_any(const RowArgs& a, int64_t row, int64_t col0, int n, int lane, const float* v) {
+  if constexpr (kThroughWarpBuffer<float, STRIDE, WARP>) {
+    if (a.out_dtype == kF32 && !a.out_vec)
+      return store_items_through_warp<ITEMS, STRIDE, R::kVec, WARP>(static_cast<float*>(a.out) + row * a.out_stride + col0,
+                                                                    n, lane, v);
+  }
   store_items_as<R::kVec, ITEMS, STRIDE>(a.out, a.out_dtype, row * a.out_stride + col0, n, lane, v, a.out_vec != 0);
 }
 

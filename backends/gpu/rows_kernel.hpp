@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(BLOCK, (rows_min_blocks<R, ITEMS, BLOCK>())) r
       return;
     }
   }
-  store_any<R, ITEMS, TPR>(a, rr, 0, n, lane, v[0]);
+  store_any<R, ITEMS, TPR, WARP>(a, rr, 0, n, lane, v[0]);
 }
 
 }  // namespace gpu

@@ -37,12 +37,12 @@ ONORM_DEV void slice_finish_values(const RowArgs& a, int64_t row, int64_t col0, 
 }
 
 // The same, then the slice's stores.
-template <typename R, int ITEMS, int BLOCK>
+template <typename R, int ITEMS, int BLOCK, int WARP>
 ONORM_DEV void slice_finish(const RowArgs& a, int64_t row, int64_t col0, int n, int lane,
                             float (&v)[R::Op::kInputs][ITEMS * R::kVec], const coefs_t<typename R::Op>& row_cf,
                             const ChunkStats<typename R::Op>& cs, bool first) {
   slice_finish_values<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, row_cf, cs, first);
-  store_any<R, ITEMS, BLOCK>(a, row, col0, n, lane, v[0]);
+  store_any<R, ITEMS, BLOCK, WARP>(a, row, col0, n, lane, v[0]);
 }
 
 }  // namespace gpu

@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(BLOCK) split_chunk_kernel(RowArgs a, SplitArgs
       bool reread;
       cf = merged_coefs<R, WARP, BLOCK>(a, row, static_cast<const S*>(s.final_states)[blockIdx.y], reread);
     }
-    slice_finish<R, ITEMS, BLOCK>(a, row, col0, n, lane, v, cf, cs, chunk == 0);
+    slice_finish<R, ITEMS, BLOCK, WARP>(a, row, col0, n, lane, v, cf, cs, chunk == 0);
   }
 }
 

@@ -14,6 +14,7 @@
 #define __noinline__
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 
 #define threadIdx (::onorm_sim::thread_idx())
 #define blockIdx (::onorm_sim::block_idx())
@@ -25,6 +26,12 @@
 #define __threadfence_block() ((void)0)
 
 using ::onorm_sim::dim3;
+
+// The vector type the device code reads shared memory through (16 bytes at a time).
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 
 // CUDA's masked shuffles (32-bit masks there; 64-bit here, as ROCm 7's) ...
 template <typename T> inline T __shfl_sync(uint64_t mask, T v, int src, int width = warpSize) { return ::onorm_sim::shfl_sync(mask, v, src, width); }
