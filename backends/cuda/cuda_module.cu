@@ -10,9 +10,9 @@
 #include <new>
 #include <string>
 
-#include "alignment.hpp"
 #include "cuda_context.hpp"
 #include "norm_options.hpp"
+#include "request_route.hpp"
 #include "tune.hpp"
 
 namespace onorm {
@@ -148,24 +148,24 @@ int supports_dtype(void*, onorm_dtype dtype, int is_input) {
   return gpu::supports_dtype(dtype, is_input);
 }
 
+// The paths of gpu::route_request.
+struct CudaPaths {
+  CudaContext& ctx;
+  char* err;
+  size_t err_len;
+  onorm_status norm_backward(const onorm_request& q) const { return run_norm_backward(ctx, q, err, err_len); }
+  onorm_status state_merge(const onorm_request& q) const { return run_state_merge(ctx, q, err, err_len); }
+  onorm_status cross_entropy(const onorm_request& q) const { return run_cross_entropy(ctx, q, err, err_len); }
+  onorm_status softmax_topk(const onorm_request& q) const { return run_softmax_topk(ctx, q, err, err_len); }
+  onorm_status rows(const onorm_request& q) const { return run_plan(ctx, q, err, err_len); }
+};
+
 onorm_status run(void* impl, const onorm_request* q, char* err, size_t err_len) {
   auto* ctx = static_cast<CudaContext*>(impl);
   ONORM_CUDA_TRY(cudaSetDevice(ctx->device), "cudaSetDevice");
   // One request at a time per context: the stream and the workspace are shared state.
   std::lock_guard<std::mutex> lock(ctx->mu);
-  if (onorm_status s = gpu::check_alignment(*q, err, err_len)) return s;
-  if (core::ops::is_column_op(q->op)) return run_norm_backward(*ctx, *q, err, err_len);
-  if (q->stage == ONORM_STAGE_MERGE) return run_state_merge(*ctx, *q, err, err_len);
-  if (q->op == ONORM_OP_CROSS_ENTROPY) return run_cross_entropy(*ctx, *q, err, err_len);
-  if (q->op == ONORM_OP_SOFTMAX_TOPK) {
-    if (q->k > core::ops::SoftmaxTopk::kGpuMaxK) {
-      std::snprintf(err, err_len, "cuda: softmax top-k takes k up to %lld, got %lld",
-                    static_cast<long long>(core::ops::SoftmaxTopk::kGpuMaxK), static_cast<long long>(q->k));
-      return ONORM_ERROR_UNSUPPORTED;
-    }
-    return run_softmax_topk(*ctx, *q, err, err_len);
-  }
-  return run_plan(*ctx, *q, err, err_len);
+  return gpu::route_request(*q, CudaPaths{*ctx, err, err_len}, "cuda", err, err_len);
 }
 
 onorm_status alloc(void* impl, size_t bytes, void** out, char* err, size_t err_len) {

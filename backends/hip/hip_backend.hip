@@ -13,8 +13,8 @@
 #include <string>
 
 #include "backend_interface.h"
-#include "gpu/alignment.hpp"
 #include "gpu/norm_options.hpp"
+#include "gpu/request_route.hpp"
 #include "hip_check.hpp"
 #include "hip_context.hpp"
 
@@ -139,23 +139,24 @@ template onorm_status run_plan<64>(HipContext&, const onorm_request&, char*, siz
 
 namespace {
 
+// The paths of gpu::route_request for warps of W lanes.
+template <int W>
+struct HipPaths {
+  HipContext& ctx;
+  char* err;
+  size_t err_len;
+  onorm_status norm_backward(const onorm_request& q) const { return run_norm_backward<W>(ctx, q, err, err_len); }
+  onorm_status state_merge(const onorm_request& q) const { return run_state_merge(ctx, q, err, err_len); }
+  onorm_status cross_entropy(const onorm_request& q) const { return run_cross_entropy<W>(ctx, q, err, err_len); }
+  onorm_status softmax_topk(const onorm_request& q) const { return run_softmax_topk<W>(ctx, q, err, err_len); }
+  onorm_status rows(const onorm_request& q) const { return run_plan<W>(ctx, q, err, err_len); }
+};
+
 template <int W>
 onorm_status run_width(HipContext& ctx, const onorm_request& q, char* err, size_t err_len) {
   // One request at a time per context: the stream and the workspace are shared state.
   std::lock_guard<std::mutex> lock(ctx.mu);
-  if (onorm_status s = gpu::check_alignment(q, err, err_len)) return s;
-  if (core::ops::is_column_op(q.op)) return run_norm_backward<W>(ctx, q, err, err_len);
-  if (q.stage == ONORM_STAGE_MERGE) return run_state_merge(ctx, q, err, err_len);
-  if (q.op == ONORM_OP_CROSS_ENTROPY) return run_cross_entropy<W>(ctx, q, err, err_len);
-  if (q.op == ONORM_OP_SOFTMAX_TOPK) {
-    if (q.k > core::ops::SoftmaxTopk::kGpuMaxK) {
-      std::snprintf(err, err_len, "hip: softmax top-k takes k up to %lld, got %lld",
-                    static_cast<long long>(core::ops::SoftmaxTopk::kGpuMaxK), static_cast<long long>(q.k));
-      return ONORM_ERROR_UNSUPPORTED;
-    }
-    return run_softmax_topk<W>(ctx, q, err, err_len);
-  }
-  return run_plan<W>(ctx, q, err, err_len);
+  return gpu::route_request(q, HipPaths<W>{ctx, err, err_len}, "hip", err, err_len);
 }
 
 onorm_status run(void* impl, const onorm_request* request, char* err, size_t err_len) {
