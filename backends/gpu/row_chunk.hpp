@@ -377,8 +377,8 @@ ONORM_DEV void store_items_as(void* out, int dtype, int64_t off, int n, int lane
       break;
   }
 }
-// The op's output row: f32 rows off a 16-byte boundary in groups of whole warps through the
-// warp's buffer (store_items_through_warp; every lane of the warp calls it).
+// The op's output row: f32 rows off a 16-byte boundary that a block holds through the warp's
+// buffer (store_items_through_warp; every lane of the warp calls it).
 template <typename R, int ITEMS, int STRIDE, int WARP>
 ONORM_DEV void store_any(const RowArgs& a, int64_t row, int64_t col0, int n, int lane, const float* v) {
   if constexpr (kThroughWarpBuffer<float, STRIDE, WARP>) {
