@@ -168,8 +168,9 @@ __device__ __forceinline__ void finish_from_stage(const gpu::RowArgs& a, const g
 // passes, the cluster's merge, the finish and the stores. `merged`: the row's state, shared.
 // `staged`: the column vectors the finish reads (RowArgs::col), this slice's alone (from column
 // 0) where kColsStaged, else a's. kReload: the finish reads the slice again from `stage` (v is
-// dead after the passes).
-template <typename R, int WARP, int ITEMS, int BLOCK, bool kColsStaged = false, bool kReload = false>
+// dead after the passes). kStream: the stream kernel's rows (gpu::store_any's k16Bit).
+template <typename R, int WARP, int ITEMS, int BLOCK, bool kColsStaged = false, bool kReload = false,
+          bool kStream = false>
 __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::SplitArgs& s, int64_t row,
                                             uint32_t j, int64_t col0, int n, int lane,
                                             float (&v)[R::Op::kInputs][ITEMS * R::kVec],
@@ -218,7 +219,7 @@ __device__ __forceinline__ void cluster_row(const gpu::RowArgs& a, const gpu::Sp
     finish_from_stage<R, ITEMS, BLOCK, kColsStaged>(a, staged, row, col0, n, lane, stage, cf, cs, rank == 0);
   } else {
     gpu::slice_finish_values<R, ITEMS, BLOCK>(staged, row, kColsStaged ? 0 : col0, n, lane, v, cf, cs, rank == 0);
-    gpu::store_any<R, ITEMS, BLOCK, WARP>(a, row, col0, n, lane, v[0]);
+    gpu::store_any<R, ITEMS, BLOCK, WARP, kStream>(a, row, col0, n, lane, v[0]);
   }
 #endif
 }
@@ -399,8 +400,8 @@ __global__ void __launch_bounds__(BLOCK, (cluster_min_blocks<R, ITEMS, BLOCK>())
       bulk::fence_before_copy();
       stage_slice<R>(a, row + step, col0, n, stage + next * slice, &landed[next]);
     }
-    cluster_row<R, WARP, ITEMS, BLOCK, kStreamStagedCols<R>, gpu::kStreamReload<R>>(a, s, row, j, col0, n, lane, v,
-                                                                                     scratch, mail, merged, staged, x);
+    cluster_row<R, WARP, ITEMS, BLOCK, kStreamStagedCols<R>, gpu::kStreamReload<R>, true>(
+        a, s, row, j, col0, n, lane, v, scratch, mail, merged, staged, x);
   }
 #endif
 }

@@ -377,6 +377,42 @@ ONORM_DEV void store_items_through_warp(float* y, int n, int lane, const float* 
   }
 }
 
+// 16-bit values the same way: the warp writes its item's floats to the buffer, then stores them
+// as 32-bit words lane after lane (a line an access); where the row starts at an odd element
+// of a word, the item's first and last elements go alone (their words straddle the items
+// before and after), as does an element whose word the row's end cuts.
+template <typename Out, int ITEMS, int STRIDE, int VEC, int WARP>
+ONORM_DEV void store_16bit_items_through_warp(Out* y, int n, int lane, const float* v) {
+  static_assert(sizeof(Out) == 2 && VEC % 4 == 0, "16-bit values, items of whole float4s");
+  float* w = warp_buffer<STRIDE, WARP, VEC>(lane);
+  const int l = lane % WARP;
+  const int s = static_cast<int>(reinterpret_cast<uintptr_t>(y) / 2u % 2u);  // 1: words start at odd elements
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    shim::sync_warp();  // the warp's reads of the item before (or of the load) are done
+#pragma unroll
+    for (int q = 0; q < VEC / 4; ++q)
+      reinterpret_cast<float4*>(w + l * VEC)[q] =
+          make_float4(v[i * VEC + 4 * q], v[i * VEC + 4 * q + 1], v[i * VEC + 4 * q + 2], v[i * VEC + 4 * q + 3]);
+    shim::sync_warp();
+    const int base = (lane - l + i * STRIDE) * VEC;  // the item's first element: even
+#pragma unroll
+    for (int t = 0; t < VEC / 2; ++t) {
+      const int e = 2 * (l + t * WARP) - s;  // the word's first element in the item
+      const int c = base + e;
+      if (e < 0) {
+        if (base < n) io<Out>::store1(y + base, w[0]);
+      } else if (c + 1 < n) {
+        *reinterpret_cast<uint32_t*>(y + c) =
+            static_cast<uint32_t>(io<Out>::back(w[e])) | (static_cast<uint32_t>(io<Out>::back(w[e + 1])) << 16);
+      } else if (c < n) {
+        io<Out>::store1(y + c, w[e]);
+      }
+    }
+    if (s == 1 && l == WARP - 1 && base + WARP * VEC - 1 < n) io<Out>::store1(y + base + WARP * VEC - 1, w[WARP * VEC - 1]);
+  }
+}
+
 // load_items for a row of a tensor whose rows are aligned (`aligned`) or not (then 16-bit
 // elements in items of whole 16-byte vectors by load_shifted_items, f32 rows a block holds
 // through the warp's buffer). Every lane of the warp calls it.

@@ -377,14 +377,32 @@ ONORM_DEV void store_items_as(void* out, int dtype, int64_t off, int n, int lane
       break;
   }
 }
-// The op's output row: f32 rows off a 16-byte boundary that a block holds through the warp's
-// buffer (store_items_through_warp; every lane of the warp calls it).
-template <typename R, int ITEMS, int STRIDE, int WARP>
+// The op's output row. Rows off a 16-byte boundary that a block holds go through the warp's
+// buffer (every lane of the warp calls it): f32 always (store_items_through_warp), 16-bit where
+// k16Bit (store_16bit_items_through_warp): the cluster stream, where it measured faster than
+// the items' shifted stores; in the register rows and the per-row clusters the buffer's
+// barriers and shared traffic cost more than those stores (bench/RESULTS.md).
+template <typename R, int ITEMS, int STRIDE, int WARP, bool k16Bit = false>
 ONORM_DEV void store_any(const RowArgs& a, int64_t row, int64_t col0, int n, int lane, const float* v) {
-  if constexpr (kThroughWarpBuffer<float, STRIDE, WARP>) {
-    if (a.out_dtype == kF32 && !a.out_vec)
-      return store_items_through_warp<ITEMS, STRIDE, R::kVec, WARP>(static_cast<float*>(a.out) + row * a.out_stride + col0,
-                                                                    n, lane, v);
+  if constexpr (kThroughWarpBuffer<float, STRIDE, WARP> && R::kVec % 4 == 0) {
+    if (!a.out_vec) {
+      const int64_t off = row * a.out_stride + col0;
+      switch (a.out_dtype) {
+        case kF32:
+          return store_items_through_warp<ITEMS, STRIDE, R::kVec, WARP>(static_cast<float*>(a.out) + off, n, lane, v);
+        case kF16:
+          if constexpr (k16Bit)
+            return store_16bit_items_through_warp<core::f16_bits, ITEMS, STRIDE, R::kVec, WARP>(
+                static_cast<core::f16_bits*>(a.out) + off, n, lane, v);
+          break;
+        case kBF16:
+          if constexpr (k16Bit)
+            return store_16bit_items_through_warp<core::bf16_bits, ITEMS, STRIDE, R::kVec, WARP>(
+                static_cast<core::bf16_bits*>(a.out) + off, n, lane, v);
+          break;
+        default: break;
+      }
+    }
   }
   store_items_as<R::kVec, ITEMS, STRIDE>(a.out, a.out_dtype, row * a.out_stride + col0, n, lane, v, a.out_vec != 0);
 }
