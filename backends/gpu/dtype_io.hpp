@@ -358,18 +358,23 @@ ONORM_DEV void load_items_through_warp(const float* p, int n, int lane, float* v
     }
   }
 }
+// Lane l's VEC values of an item into its place in the warp's buffer, for the warp's stores to
+// read back lane after lane.
+template <int VEC>
+ONORM_DEV void put_in_warp_buffer(float* w, int l, const float* v) {
+  shim::sync_warp();  // the warp's reads of the item before (or of the load) are done
+#pragma unroll
+  for (int q = 0; q < VEC / 4; ++q)
+    reinterpret_cast<float4*>(w + l * VEC)[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+  shim::sync_warp();
+}
 template <int ITEMS, int STRIDE, int VEC, int WARP>
 ONORM_DEV void store_items_through_warp(float* y, int n, int lane, const float* v) {
   float* w = warp_buffer<STRIDE, WARP, VEC>(lane);
   const int l = lane % WARP;
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
-    shim::sync_warp();  // the warp's reads of the item before (or of the load) are done
-#pragma unroll
-    for (int q = 0; q < VEC / 4; ++q)
-      reinterpret_cast<float4*>(w + l * VEC)[q] =
-          make_float4(v[i * VEC + 4 * q], v[i * VEC + 4 * q + 1], v[i * VEC + 4 * q + 2], v[i * VEC + 4 * q + 3]);
-    shim::sync_warp();
+    put_in_warp_buffer<VEC>(w, l, v + i * VEC);
     const int base = (lane - l + i * STRIDE) * VEC + l;
 #pragma unroll
     for (int t = 0; t < VEC; ++t)
@@ -389,12 +394,7 @@ ONORM_DEV void store_16bit_items_through_warp(Out* y, int n, int lane, const flo
   const int s = static_cast<int>(reinterpret_cast<uintptr_t>(y) / 2u % 2u);  // 1: words start at odd elements
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
-    shim::sync_warp();  // the warp's reads of the item before (or of the load) are done
-#pragma unroll
-    for (int q = 0; q < VEC / 4; ++q)
-      reinterpret_cast<float4*>(w + l * VEC)[q] =
-          make_float4(v[i * VEC + 4 * q], v[i * VEC + 4 * q + 1], v[i * VEC + 4 * q + 2], v[i * VEC + 4 * q + 3]);
-    shim::sync_warp();
+    put_in_warp_buffer<VEC>(w, l, v + i * VEC);
     const int base = (lane - l + i * STRIDE) * VEC;  // the item's first element: even
 #pragma unroll
     for (int t = 0; t < VEC / 2; ++t) {
