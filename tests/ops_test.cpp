@@ -245,7 +245,8 @@ TEST_P(LongRowTest, StreamedRowsWithColumnVectorsOnAndOffAlignment) {
 
 // Long rows off a 16-byte boundary (an odd row length in 16-bit, a stride of cols + 3 with x
 // one element past the boundary, in place), more rows than an H200 keeps clusters resident:
-// the GPUs' cluster rows load them shifted (16-bit) or through a warp's buffer (f32), and
+// the GPUs' cluster rows load them shifted (16-bit) or through a warp's buffer (f32), the
+// cluster stream writes 16-bit rows through that buffer as words (both word parities), and
 // their first and last slices end off a boundary; 16-bit LayerNorm's and RMSNorm's column
 // vectors one element off alignment with a last slice of an odd length. The CPU: two rows a
 // case.
