@@ -3,8 +3,9 @@ the extension alone, numpy's own arithmetic and torch's own softmax (when instal
 runs of timeit; ns per call. abi_softmax_call.cpp gives the C ABI's own time.
 
   python3 call_overhead.py          the CPU case
-  python3 call_overhead.py cuda     1 x 4096 bf16 torch tensors on the GPU: host time per call of
-                                    many calls in a row, the stream drained at the end of each run
+  python3 call_overhead.py cuda     1 x 4096 bf16 torch tensors on the GPU (softmax, the norms):
+                                    host time per call of many calls in a row, the stream drained
+                                    at the end of each run
 """
 import sys
 import timeit
@@ -31,11 +32,18 @@ def gpu_main():
 
     t = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
     u = torch.empty_like(t)
+    w = torch.rand(4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.rand(4096, device="cuda", dtype=torch.bfloat16)
+    F = torch.nn.functional
     rows = [
         ("onlinenorm.softmax(t), new output", lambda: onlinenorm.softmax(t)),
         ("onlinenorm.softmax(t, out=u)", lambda: onlinenorm.softmax(t, out=u)),
         ("onlinenorm.torch.softmax(t) (custom op)", lambda: ot.softmax(t)),
         ("torch.softmax(t, -1)", lambda: torch.softmax(t, -1)),
+        ("onlinenorm.rms_norm(t, w, out=u)", lambda: onlinenorm.rms_norm(t, w, out=u)),
+        ("torch F.rms_norm(t, (4096,), w)", lambda: F.rms_norm(t, (4096,), w, 1e-6)),
+        ("onlinenorm.layer_norm(t, w, b, out=u)", lambda: onlinenorm.layer_norm(t, w, b, out=u)),
+        ("torch F.layer_norm(t, (4096,), w, b)", lambda: F.layer_norm(t, (4096,), w, b)),
     ]
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, 1 x 4096 bf16")
     for name, fn in rows:

@@ -65,6 +65,15 @@ def norm(
     `y_scale`, a new float32 array unless given) or with `y_static_scale`.
     eps defaults to 1e-5 (LayerNorm) and 1e-6 (RMSNorm).
     """
+    return _norm(x, kind, gamma, beta, eps, weight_offset, residual, residual_out, out, out_dtype, y_scale,
+                 y_static_scale, context, stats=True)
+
+
+def _norm(x: Any, kind: str, gamma: Any, beta: Any, eps: Optional[float], weight_offset: float, residual: Any,
+          residual_out: Union[Any, bool, None], out: Any, out_dtype: Any, y_scale: Any,
+          y_static_scale: Optional[float], context: Optional[Context], stats: bool) -> NormResult:
+    """norm; without `stats` no row statistics are allocated or written (mean and rstd None):
+    two arrays fewer to make and pass is most of a short call's host time on a GPU."""
     if kind not in _KINDS:
         raise ValueError(f"kind: {kind!r} is none of {', '.join(_KINDS)}")
     if eps is None:
@@ -73,8 +82,8 @@ def norm(
     y = _arrays.output(x, x.shape, out, out_dtype)
     y_name = _arrays.dtype_name(y)
     stats_shape = tuple(x.shape[:-1])
-    mean = _arrays.empty(x, stats_shape, "float32") if kind == "layer_norm" else None
-    rstd = _arrays.empty(x, stats_shape, "float32")
+    mean = _arrays.empty(x, stats_shape, "float32") if stats and kind == "layer_norm" else None
+    rstd = _arrays.empty(x, stats_shape, "float32") if stats else None
     if residual_out is True:
         residual_out = _arrays.empty(x, x.shape, _arrays.dtype_name(x))
     elif residual_out is False:
@@ -114,7 +123,8 @@ def layer_norm(
     """(x - mean) * rstd * gamma + beta over the last axis, rstd = 1/sqrt(var + eps) (biased
     variance). gamma and beta: x.shape[-1] elements (None: 1 and 0). Returns y, or
     (y, mean, rstd) with return_stats (float32, x.shape[:-1]: what layer_norm_backward takes)."""
-    r = norm(x, "layer_norm", gamma, beta, eps, out=out, out_dtype=out_dtype, context=context)
+    r = _norm(x, "layer_norm", gamma, beta, eps, 0.0, None, None, out, out_dtype, None, None, context,
+              stats=return_stats)
     return (r.y, r.mean, r.rstd) if return_stats else r.y
 
 
@@ -130,5 +140,6 @@ def rms_norm(
 ) -> Any:
     """x * rstd * gamma over the last axis, rstd = 1/sqrt(mean(x^2) + eps). Returns y, or
     (y, rstd) with return_stats (float32, x.shape[:-1]: what rms_norm_backward takes)."""
-    r = norm(x, "rms_norm", gamma, None, eps, out=out, out_dtype=out_dtype, context=context)
+    r = _norm(x, "rms_norm", gamma, None, eps, 0.0, None, None, out, out_dtype, None, None, context,
+              stats=return_stats)
     return (r.y, r.rstd) if return_stats else r.y

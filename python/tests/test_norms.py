@@ -43,6 +43,19 @@ def test_rms_norm_matches_reference(rng, dtype, cols):
     ref.assert_within(rstd, rr, 1e-5 * rr, "float32", "rstd")
 
 
+@pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
+def test_y_is_the_same_with_and_without_the_statistics(rng, kind):
+    # Without return_stats no statistics are allocated or written: y must not change.
+    x = random_rows(rng, (5, 300), np.float32) + np.float32(3.0)
+    gamma = random_rows(rng, (300,), np.float32)
+    fn = getattr(onlinenorm, kind)
+    cols = (gamma, random_rows(rng, (300,), np.float32)) if kind == "layer_norm" else (gamma,)
+    plain = fn(x, *cols, out=poisoned(x.shape, np.float32))
+    with_stats = fn(x, *cols, return_stats=True)
+    assert not isinstance(plain, tuple) and len(with_stats) == (3 if kind == "layer_norm" else 2)
+    np.testing.assert_array_equal(plain.view(np.uint32), with_stats[0].view(np.uint32))
+
+
 def test_defaults_are_unit_scale_and_zero_shift(rng):
     x = random_rows(rng, (3, 50), "float32")
     xd = x.astype(np.float64)
