@@ -4,7 +4,8 @@
 // 7 mantissa bits (every bf16 value) with low bits on, just below and just above the rounding
 // point (bit 15), which covers zeros, denormals, infinities and NaNs with payloads in either
 // half; then the same shuffled (denormal lanes beside others in one vector) and random
-// patterns. Skipped where the CPU lacks AVX512_BF16.
+// patterns. Skipped where the CPU lacks AVX512_BF16. Then the software store of the write
+// pass's even/odd halves against core::f32_to_bf16 on every target (never skipped).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bf16_cvt_test.cpp"  // this file, found through the include path
 #include "hwy/foreach_target.h"                 // IWYU pragma: keep
@@ -59,6 +60,24 @@ bool StoreBoth(const float* v, size_t n, uint16_t* hw, uint16_t* hw2, uint16_t* 
 #endif
 }
 
+// The software store of the write pass's even/odd halves (Io<core::bf16_bits>::Store2EvenOdd
+// and Stream2EvenOdd, every target): v's 2N elements a step split into the halves as
+// LoadEvenOdd splits them, stored back in order into out (aligned to a vector of floats),
+// alternately by the plain and the streaming store. n is a multiple of 2 * Lanes.
+void StoreEvenOdd(const float* v, size_t n, uint16_t* out) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  HWY_ALIGN float even[kMaxLanes], odd[kMaxLanes];
+  using S = Io<core::bf16_bits>;
+  for (size_t i = 0; i + 2 * N <= n; i += 2 * N) {
+    for (size_t k = 0; k < N; ++k) even[k] = v[i + 2 * k], odd[k] = v[i + 2 * k + 1];
+    auto* p = reinterpret_cast<core::bf16_bits*>(out + i);
+    if ((i / (2 * N)) % 2 == 0) S::Store2EvenOdd(d, hn::Load(d, even), hn::Load(d, odd), p);
+    else S::Stream2EvenOdd(d, hn::Load(d, even), hn::Load(d, odd), p);
+  }
+  hwy::FlushStream();
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace cpu
 }  // namespace onorm
@@ -78,6 +97,7 @@ HWY_AFTER_NAMESPACE();
 namespace onorm {
 namespace cpu {
 HWY_EXPORT(StoreBoth);
+HWY_EXPORT(StoreEvenOdd);
 
 namespace {
 
@@ -151,6 +171,38 @@ TEST(Bf16Cvt, ShuffledAndRandom) {
   if (!check(bits, "shuffled")) GTEST_SKIP() << "no target with AVX512_BF16 stores here";
   for (uint32_t& b : bits) b = rng();
   check(bits, "random");
+}
+
+// The software even/odd store (no hardware needed: runs on every target this machine has)
+// against core::f32_to_bf16, bit for bit, on every bf16 value's rounding points and random bits.
+TEST(Bf16Soft, EvenOddStoreOnEveryTarget) {
+  std::vector<uint32_t> bits = boundary_patterns();
+  std::mt19937 rng(11);
+  for (int r = 0; r < 1 << 16; ++r) bits.push_back(rng());
+  bits.resize(bits.size() / 64 * 64);  // whole steps of 2 * Lanes on every target
+  const size_t n = bits.size();
+  std::vector<float> v(n);
+  std::vector<uint16_t> want(n);
+  for (size_t k = 0; k < n; ++k) {
+    v[k] = core::float_of(bits[k]);
+    want[k] = core::f32_to_bf16(v[k]);
+  }
+  const hwy::AlignedFreeUniquePtr<uint16_t[]> out = hwy::AllocateAligned<uint16_t>(n);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    std::fill(out.get(), out.get() + n, uint16_t{0x5555});  // poison: every word must be written
+    HWY_DYNAMIC_DISPATCH(StoreEvenOdd)(v.data(), n, out.get());
+    size_t bad = 0;
+    for (size_t k = 0; k < n && bad < 5; ++k) {
+      if (out[k] != want[k]) {
+        ++bad;
+        ADD_FAILURE() << "element " << k << ", bits 0x" << std::hex << bits[k] << ": stored 0x" << out[k]
+                      << ", f32_to_bf16 0x" << want[k];
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 }  // namespace

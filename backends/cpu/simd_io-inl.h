@@ -79,7 +79,9 @@ struct Io<float> {
 
 template <>
 struct Io<core::bf16_bits> {
-  static constexpr bool kPaired = false;
+  // Paired for the write pass's even/odd halves (LoadEvenOdd, Store2EvenOdd): no widening on
+  // the loads, no narrowing on the stores.
+  static constexpr bool kPaired = true;
   using D16 = hn::Rebind<uint16_t, DF>;
   static HWY_INLINE VF Load(DF d, const core::bf16_bits* p) {
     const D16 d16;
@@ -112,6 +114,43 @@ struct Io<core::bf16_bits> {
   }
   static HWY_INLINE void Stream(DF d, VF v, core::bf16_bits* p) {
     StreamWhole(D16(), Round(d, v), reinterpret_cast<uint16_t*>(p));
+  }
+  // Two vectors of consecutive elements: each rounded and stored on its own (as Store does).
+  static HWY_INLINE void Store2(DF d, VF a, VF b, core::bf16_bits* p) {
+    Store(d, a, p);
+    Store(d, b, p + hn::Lanes(d));
+  }
+  static HWY_INLINE void Stream2(DF d, VF a, VF b, core::bf16_bits* p) {
+    Stream(d, a, p);
+    Stream(d, b, p + hn::Lanes(d));
+  }
+  // The halves LoadEvenOdd split, back in element order: Round's arithmetic on 32-bit lanes,
+  // the even elements' result shifted down into the low half of each word and the odd ones'
+  // kept in the high half, one OR, one whole-vector store (no demotion, no lane shuffles).
+  static HWY_INLINE void Store2EvenOdd(DF d, VF even, VF odd, core::bf16_bits* p) {
+    const hn::RebindToUnsigned<DF> du;
+    hn::StoreU(Words(d, even, odd), du, reinterpret_cast<uint32_t*>(p));
+  }
+  // p is aligned to a vector (WriteRange aligns the streamed part to two vectors of bf16).
+  static HWY_INLINE void Stream2EvenOdd(DF d, VF even, VF odd, core::bf16_bits* p) {
+    const hn::RebindToUnsigned<DF> du;
+    StreamWhole(du, Words(d, even, odd), reinterpret_cast<uint32_t*>(p));
+  }
+
+ private:
+  // Round's result in the high half of each lane (the low half is not cleared).
+  static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundHigh(DF d, VF v) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto u = hn::BitCast(du, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+    const auto rounded = hn::Add(hn::Add(u, hn::Set(du, 0x7fffu)), lsb);
+    const auto quiet = hn::Or(u, hn::Set(du, 0x00400000u));
+    (void)d;
+    return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+  }
+  static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> Words(DF d, VF even, VF odd) {
+    const hn::RebindToUnsigned<DF> du;
+    return hn::Or(hn::ShiftRight<16>(RoundHigh(d, even)), hn::And(RoundHigh(d, odd), hn::Set(du, 0xffff0000u)));
   }
 };
 
