@@ -1,7 +1,8 @@
 // Element I/O of the SIMD kernels: Lanes(DF) elements of a storage type loaded as f32 lanes,
 // f32 lanes stored rounded to the storage type (plain or streaming; kPaired: the type also
-// stores two vectors of consecutive elements at once, Store2 and Stream2, and the write pass
-// uses them), partial vectors through a buffer, and the software prefetch. Per target
+// stores two vectors at once, Store2 and Stream2 of consecutive elements and, for bf16 rows,
+// Store2EvenOdd and Stream2EvenOdd of LoadEvenOdd's halves, and the write pass uses them),
+// partial vectors through a buffer, and the software prefetch. Per target
 // (Highway's -inl.h pattern).
 
 // Per-target include guard (see hwy/examples/skeleton-inl.h).
@@ -99,15 +100,9 @@ struct Io<core::bf16_bits> {
   }
   // Round to nearest even (Highway 1.0.3's DemoteTo truncates); NaN stays a quiet NaN.
   static HWY_INLINE hn::Vec<D16> Round(DF d, VF v) {
-    const hn::RebindToUnsigned<DF> du;
     const hn::RebindToSigned<DF> di;
-    const auto u = hn::BitCast(du, v);
-    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
-    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du, 0x7fffu)), lsb));
-    const auto quiet = hn::ShiftRight<16>(hn::Or(u, hn::Set(du, 0x00400000u)));
-    const auto r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
-    (void)d;
-    return hn::DemoteTo(D16(), hn::BitCast(di, r));  // values <= 0xffff: no saturation
+    // values <= 0xffff: no saturation
+    return hn::DemoteTo(D16(), hn::BitCast(di, hn::ShiftRight<16>(RoundHigh(d, v))));
   }
   static HWY_INLINE void Store(DF d, VF v, core::bf16_bits* p) {
     hn::StoreU(Round(d, v), D16(), reinterpret_cast<uint16_t*>(p));
@@ -124,8 +119,8 @@ struct Io<core::bf16_bits> {
     Stream(d, a, p);
     Stream(d, b, p + hn::Lanes(d));
   }
-  // The halves LoadEvenOdd split, back in element order: Round's arithmetic on 32-bit lanes,
-  // the even elements' result shifted down into the low half of each word and the odd ones'
+  // The halves LoadEvenOdd split, back in element order: RoundHigh on 32-bit lanes, the even
+  // elements' result shifted down into the low half of each word and the odd ones'
   // kept in the high half, one OR, one whole-vector store (no demotion, no lane shuffles).
   static HWY_INLINE void Store2EvenOdd(DF d, VF even, VF odd, core::bf16_bits* p) {
     const hn::RebindToUnsigned<DF> du;
@@ -138,7 +133,8 @@ struct Io<core::bf16_bits> {
   }
 
  private:
-  // Round's result in the high half of each lane (the low half is not cleared).
+  // The rounded bf16 in the high half of each lane (the low half is not cleared): round to
+  // nearest even by adding 0x7fff and the kept part's lowest bit; a NaN made quiet instead.
   static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundHigh(DF d, VF v) {
     const hn::RebindToUnsigned<DF> du;
     const auto u = hn::BitCast(du, v);
